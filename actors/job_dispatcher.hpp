@@ -1,0 +1,23 @@
+#pragma once
+// Where executors hand their jobs to run. Handlers may block, so the runtime
+// runs them on a bounded pool of threads (blocking_pool), never on CAF's
+// cooperative workers; tests plug in a dispatcher they control.
+
+#include <functional>
+
+#include "messages/job.hpp"
+
+namespace aw {
+
+class job_dispatcher {
+public:
+  using completion = std::function<void(job_outcome)>;
+
+  virtual ~job_dispatcher() = default;
+
+  /// Runs `job` eventually and calls `done` exactly once with its outcome,
+  /// from any thread.
+  virtual void dispatch(claimed_job job, completion done) = 0;
+};
+
+} // namespace aw

@@ -1,0 +1,48 @@
+#include "actors/listener.hpp"
+
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "storage/db_error.hpp"
+
+namespace aw {
+
+listener_actor::behavior_type listener_behavior(listener_pointer self,
+                                                std::string url,
+                                                supervisor_actor wake_target) {
+  self->state.conn = std::make_unique<storage::notification_listener>(
+    std::move(url), defaults::notify_channel);
+  self->state.wake_target = std::move(wake_target);
+  self->send(self, listen_atom::value);
+  return {
+    [self](listen_atom) {
+      auto& st = self->state;
+      try {
+        bool reconnecting = !st.conn->connected();
+        st.conn->connect();
+        if (reconnecting && st.reconnect_backoff.failures() > 0) {
+          spdlog::info("listener: listening again after {} failed attempt(s)",
+                       st.reconnect_backoff.failures());
+          // NOTIFYs sent while we were away are lost: look everywhere.
+          self->send(st.wake_target, wake_atom::value, std::string{});
+        }
+        st.reconnect_backoff.reset();
+        auto payloads = st.conn->wait_for(defaults::listen_wait);
+        std::set<std::string> queues(payloads.begin(), payloads.end());
+        for (auto& q : queues)
+          self->send(st.wake_target, wake_atom::value, q);
+        self->send(self, listen_atom::value);
+      } catch (const std::exception& e) {
+        st.conn->disconnect();
+        auto delay = st.reconnect_backoff.next();
+        spdlog::error("listener: LISTEN connection failed, retrying in {} ms: "
+                      "{}",
+                      delay.count(), storage::one_line(e));
+        self->delayed_send(self, delay, listen_atom::value);
+      }
+    },
+  };
+}
+
+} // namespace aw

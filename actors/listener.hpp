@@ -1,0 +1,32 @@
+#pragma once
+// The listener: holds the LISTEN connection and turns each NOTIFY into a
+// wake-up for that queue's pollers. Runs detached (it blocks in libpq for
+// up to defaults::listen_wait at a time). A lost connection is logged at
+// ERROR and retried with backoff; after reconnecting it wakes every queue,
+// since NOTIFYs sent meanwhile were lost.
+
+#include <memory>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/backoff.hpp"
+#include "messages/actors.hpp"
+#include "storage/notification_listener.hpp"
+
+namespace aw {
+
+struct listener_state {
+  static inline const char* name = "listener";
+  std::unique_ptr<storage::notification_listener> conn;
+  supervisor_actor wake_target;
+  backoff reconnect_backoff;
+};
+
+using listener_pointer = listener_actor::stateful_pointer<listener_state>;
+
+listener_actor::behavior_type listener_behavior(listener_pointer self,
+                                                std::string url,
+                                                supervisor_actor wake_target);
+
+} // namespace aw

@@ -1,0 +1,46 @@
+#pragma once
+// The storage actor: owns one job_store (one connection) and is the only
+// actor that runs SQL. It runs detached because libpqxx blocks.
+//
+// Outcomes are batched through the mailbox: the first outcome of a batch
+// makes the actor send itself a flush; every outcome that arrives before
+// that flush is processed joins the batch. At low load a job commits at
+// once; under load the batch grows by itself. A failed commit keeps the
+// batch and retries it with backoff; the outcomes are never dropped.
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/backoff.hpp"
+#include "messages/actors.hpp"
+#include "storage/job_store.hpp"
+
+namespace aw {
+
+struct storage_state {
+  static inline const char* name = "storage";
+
+  std::unique_ptr<storage::job_store> store;
+  /// Outcomes waiting for the next flush, with the promise of each reply.
+  std::vector<std::pair<job_outcome, caf::typed_response_promise<finish_result>>>
+    pending;
+  /// A flush message is on its way through the mailbox (or a retry timer).
+  bool flush_scheduled = false;
+  /// Backoff of failed flushes.
+  backoff flush_backoff;
+  /// Largest batch committed so far (for the log at exit).
+  size_t largest_batch = 0;
+};
+
+using storage_pointer = storage_actor::stateful_pointer<storage_state>;
+
+/// The behavior of a storage actor for `opts`. Connects lazily: a database
+/// that is down at start only delays the first statement.
+storage_actor::behavior_type storage_behavior(storage_pointer self,
+                                              storage::job_store_options opts);
+
+} // namespace aw

@@ -1,0 +1,229 @@
+#include "actors/supervisor.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/system_messages.hpp>
+#include <caf/exit_reason.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/listener.hpp"
+#include "actors/maintenance.hpp"
+#include "actors/poller.hpp"
+#include "actors/storage.hpp"
+#include "messages/error.hpp"
+
+namespace aw {
+
+namespace {
+
+storage::job_store_options store_options(const supervisor_config& cfg) {
+  storage::job_store_options opts;
+  opts.url = cfg.config.database.url;
+  opts.worker_id = cfg.worker_id;
+  opts.max_retries = cfg.config.worker.max_retries;
+  opts.completed_retention = cfg.config.worker.completed_retention;
+  return opts;
+}
+
+void spawn_poller(supervisor_pointer self, const queue_config& q) {
+  auto& st = self->state;
+  poller_config pc;
+  pc.queue = q.name;
+  pc.concurrency = q.concurrency;
+  pc.poll_interval = st.cfg.config.worker.poll_interval;
+  pc.shutdown_drain = st.cfg.config.worker.shutdown_drain;
+  pc.claimer = st.claimer;
+  pc.completers = st.completers;
+  pc.dispatcher = st.cfg.dispatcher;
+  auto p = self->spawn<caf::linked>(poller_behavior, std::move(pc));
+  st.pollers[q.name] = p;
+}
+
+void spawn_listener(supervisor_pointer self) {
+  auto& st = self->state;
+  st.listener = self->spawn<caf::detached + caf::linked>(
+    listener_behavior, st.cfg.config.database.url, supervisor_actor{self});
+}
+
+void spawn_maintenance(supervisor_pointer self) {
+  auto& st = self->state;
+  st.maintenance = self->spawn<caf::linked>(
+    maintenance_behavior, st.claimer, st.cfg.config.worker.maintenance_interval);
+}
+
+void start_components(supervisor_pointer self) {
+  auto& st = self->state;
+  st.started = true;
+  for (auto& q : st.cfg.config.queues)
+    spawn_poller(self, q);
+  spawn_listener(self);
+  spawn_maintenance(self);
+  spdlog::info("worker {} running: {} queue(s), {} connection(s) for jobs",
+               st.cfg.worker_id, st.cfg.config.queues.size(),
+               1 + st.completers.size());
+}
+
+/// Which component an address belongs to ("" if none).
+std::string component_of(supervisor_pointer self, const caf::actor_addr& a) {
+  auto& st = self->state;
+  for (auto& [queue, p] : st.pollers)
+    if (a == p.address())
+      return "poller:" + queue;
+  if (a == st.listener.address())
+    return "listener";
+  if (a == st.maintenance.address())
+    return "maintenance";
+  if (a == st.claimer.address())
+    return "storage";
+  for (auto& c : st.completers)
+    if (a == c.address())
+      return "storage";
+  return "";
+}
+
+void shut_down_helpers(supervisor_pointer self) {
+  auto& st = self->state;
+  if (st.listener)
+    self->send_exit(st.listener, caf::exit_reason::user_shutdown);
+  if (st.maintenance)
+    self->send_exit(st.maintenance, caf::exit_reason::user_shutdown);
+}
+
+} // namespace
+
+supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
+                                                    supervisor_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  auto opts = store_options(st.cfg);
+  st.claimer = self->spawn<caf::detached + caf::linked>(storage_behavior, opts);
+  auto completers = std::max(1, st.cfg.config.database.pool_size - 1);
+  if (st.cfg.config.database.pool_size == 1)
+    st.completers.push_back(st.claimer);
+  else
+    for (int i = 0; i < completers; ++i)
+      st.completers.push_back(
+        self->spawn<caf::detached + caf::linked>(storage_behavior, opts));
+  // Every component is linked: when the supervisor quits, they all do.
+  // Their exits come here instead of killing the supervisor.
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    auto& st = self->state;
+    auto which = component_of(self, em.source);
+    if (which.empty() || which == "storage") {
+      // Told to stop from outside, or a storage actor died: storage never
+      // dies of database errors, so this is a bug; end the node loudly.
+      if (which == "storage")
+        spdlog::critical("a storage actor stopped: {}",
+                         caf::to_string(em.reason));
+      self->quit(em.reason);
+      return;
+    }
+    if (st.stopping || !em.reason
+        || em.reason == caf::exit_reason::user_shutdown)
+      return;
+    auto delay = st.restart_backoff.next();
+    spdlog::error("{} stopped unexpectedly ({}); restarting it in {} ms",
+                  which, caf::to_string(em.reason), delay.count());
+    self->delayed_send(self, delay, start_atom::value, which);
+  });
+  self->send(self, start_atom::value);
+  return {
+    [self](start_atom) {
+      auto& st = self->state;
+      if (st.started || st.stopping)
+        return;
+      self->request(st.claimer, caf::infinite, check_atom::value)
+        .then(
+          [self](bool) {
+            if (self->state.stopping)
+              return;
+            self->state.check_backoff.reset();
+            start_components(self);
+          },
+          [self](caf::error& err) {
+            auto& st = self->state;
+            if (err.category() == error_category_atom
+                && static_cast<ec>(err.code()) == ec::schema_outdated) {
+              spdlog::critical("{}", render(err));
+              self->quit(err);
+              return;
+            }
+            auto delay = st.check_backoff.next();
+            spdlog::error("cannot start yet, retrying in {} ms: {}",
+                          delay.count(), render(err));
+            self->delayed_send(self, delay, start_atom::value);
+          });
+    },
+    [self](start_atom, const std::string& which) {
+      auto& st = self->state;
+      if (st.stopping)
+        return;
+      if (which == "listener")
+        spawn_listener(self);
+      else if (which == "maintenance")
+        spawn_maintenance(self);
+      else if (which.rfind("poller:", 0) == 0)
+        for (auto& q : st.cfg.config.queues)
+          if ("poller:" + q.name == which)
+            spawn_poller(self, q);
+    },
+    [self](wake_atom, const std::string& queue) {
+      auto& st = self->state;
+      for (auto& [name, p] : st.pollers)
+        if (queue.empty() || name == queue)
+          self->send(p, wake_atom::value);
+    },
+    [self](stop_atom) -> caf::result<int64_t> {
+      auto& st = self->state;
+      auto promise = self->make_response_promise<int64_t>();
+      st.stopping = true;
+      shut_down_helpers(self);
+      spdlog::info("stopping: no new claims; draining running jobs");
+      // Drain every poller, then let each storage actor commit what it
+      // still buffers, then quit.
+      auto remaining = std::make_shared<size_t>(st.pollers.size());
+      auto released = std::make_shared<int64_t>(0);
+      auto finish = [self, promise, released]() mutable {
+        auto& st = self->state;
+        auto flushes = std::make_shared<size_t>(st.completers.size());
+        for (auto& c : st.completers)
+          self->request(c, caf::infinite, release_atom::value,
+                        std::vector<int64_t>{})
+            .then(
+              [self, promise, released, flushes](int64_t) mutable {
+                if (--*flushes == 0) {
+                  spdlog::info("stopped: {} job(s) released",
+                               *released);
+                  promise.deliver(*released);
+                  self->quit(caf::exit_reason::user_shutdown);
+                }
+              },
+              [self, promise, released, flushes](caf::error&) mutable {
+                if (--*flushes == 0) {
+                  promise.deliver(*released);
+                  self->quit(caf::exit_reason::user_shutdown);
+                }
+              });
+      };
+      if (*remaining == 0) {
+        finish();
+        return promise;
+      }
+      for (auto& [queue, p] : st.pollers)
+        self->request(p, caf::infinite, drain_atom::value)
+          .then(
+            [remaining, released, finish](int64_t n) mutable {
+              *released += n;
+              if (--*remaining == 0)
+                finish();
+            },
+            [remaining, finish](caf::error& err) mutable {
+              spdlog::error("draining a poller failed: {}", render(err));
+              if (--*remaining == 0)
+                finish();
+            });
+      return promise;
+    },
+  };
+}
+
+} // namespace aw

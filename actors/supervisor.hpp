@@ -1,0 +1,58 @@
+#pragma once
+// The supervisor: the root of a node's actors.
+//
+// At start it spawns the storage actors, runs the schema check (retrying
+// with backoff while the database is unreachable; stopping with an error
+// when the schema is out of date), then spawns one poller per queue, the
+// listener and maintenance. It routes wake-ups to pollers, restarts a
+// crashed poller, listener or maintenance actor with backoff, and on stop
+// drains the pollers, flushes storage and quits.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "actors/backoff.hpp"
+#include "actors/job_dispatcher.hpp"
+#include "config/config.hpp"
+#include "messages/actors.hpp"
+
+namespace aw {
+
+struct supervisor_config {
+  runtime_config config;
+  /// Written to locked_by: node name, process id and a random suffix.
+  std::string worker_id;
+  std::shared_ptr<job_dispatcher> dispatcher;
+};
+
+struct supervisor_state {
+  static inline const char* name = "supervisor";
+
+  supervisor_config cfg;
+  /// Claims, releases, cleanup and the schema check.
+  storage_actor claimer;
+  /// Outcome batches, in parallel.
+  std::vector<storage_actor> completers;
+  std::map<std::string, poller_actor> pollers;
+  listener_actor listener;
+  maintenance_actor maintenance;
+  /// Backoff of the schema check while the database is unreachable.
+  backoff check_backoff;
+  /// Backoff of component restarts.
+  backoff restart_backoff;
+  bool started = false;
+  bool stopping = false;
+};
+
+using supervisor_pointer = supervisor_actor::stateful_pointer<supervisor_state>;
+
+supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
+                                                    supervisor_config cfg);
+
+} // namespace aw

@@ -1,0 +1,79 @@
+#pragma once
+// The embedding API: run a worker node inside an application's own
+// caf::actor_system.
+//
+//   aw::registry reg;
+//   reg.add<send_email>("send_email", [](const send_email& a, const aw::job_context&) { ... });
+//   aw::runtime rt{sys, cfg, std::make_shared<aw::registry>(std::move(reg))};
+//   ...                  // jobs run
+//   rt.stop();           // graceful: drain, release, flush
+//
+// Enqueue with aw::enqueue() (storage/enqueue.hpp) in the application's
+// own pqxx transaction.
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/error.hpp>
+
+#include "config/config.hpp"
+
+namespace aw {
+
+class registry;
+class blocking_pool;
+
+class runtime {
+public:
+  /// Starts a node: storage, schema check, pollers, listener, maintenance.
+  /// Returns at once; a database that is down only delays the start.
+  runtime(caf::actor_system& sys, runtime_config cfg,
+          std::shared_ptr<const registry> reg);
+
+  /// Stops gracefully if still running.
+  ~runtime();
+
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// The value this node writes to jobs.locked_by.
+  const std::string& worker_id() const {
+    return worker_id_;
+  }
+
+  /// Graceful shutdown: stop claiming, drain running jobs for the
+  /// configured budget, release the rest without charging an attempt.
+  /// Blocks until done; returns how many jobs were released. Idempotent.
+  int64_t stop();
+
+  /// Blocks until the node ended (stopped, or a fatal error such as an
+  /// out-of-date schema). Returns the error, or a default error when it
+  /// stopped cleanly.
+  caf::error wait();
+
+  /// wait() with a timeout: nothing when still running.
+  std::optional<caf::error> wait_for(std::chrono::milliseconds timeout);
+
+  /// Wakes the pollers of `queue` (empty = all), e.g. after enqueueing from
+  /// this process on a connection whose NOTIFY may arrive late.
+  void wake(const std::string& queue = {});
+
+  /// A worker id for `node`: "node:pid:random" (unique per process start).
+  static std::string make_worker_id(const std::string& node);
+
+private:
+  caf::actor_system& sys_;
+  std::string worker_id_;
+  std::shared_ptr<blocking_pool> pool_;
+  // Behind a pointer so this header needs only caf/fwd.hpp.
+  std::unique_ptr<caf::actor> supervisor_;
+  std::shared_future<caf::error> ended_;
+  bool stopped_ = false;
+  int64_t released_ = 0;
+};
+
+} // namespace aw

@@ -1,0 +1,25 @@
+# Turns migrations/NNN_name.sql into a generated C++ source so the binary
+# carries its schema and `actor-worker migrate` needs no files at run time.
+# Invoked in script mode: cmake -DSRC_DIR=... -DOUT=... -P EmbedMigrations.cmake
+file(GLOB _files "${SRC_DIR}/[0-9][0-9][0-9]_*.sql")
+list(SORT _files)
+set(_body "")
+foreach(_f IN LISTS _files)
+  get_filename_component(_name "${_f}" NAME_WE)
+  string(SUBSTRING "${_name}" 0 3 _ver)
+  math(EXPR _ver "${_ver}")  # strip leading zeros
+  file(READ "${_f}" _sql)
+  string(APPEND _body "  {${_ver}, \"${_name}\", R\"aw_sql(${_sql})aw_sql\"},\n")
+endforeach()
+file(WRITE "${OUT}.tmp"
+"// Generated from migrations/*.sql by cmake/EmbedMigrations.cmake. Do not edit.
+#include \"storage/migrations.hpp\"
+namespace aw::storage {
+const std::vector<migration>& embedded_migrations() {
+  static const std::vector<migration> all = {
+${_body}  };
+  return all;
+}
+} // namespace aw::storage
+")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

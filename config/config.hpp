@@ -1,0 +1,81 @@
+#pragma once
+// The validated configuration of a worker node. Loaded from TOML by
+// load_config(); every field has its default in config/defaults.hpp.
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/defaults.hpp"
+
+namespace aw {
+
+/// [database]
+struct database_config {
+  /// libpq connection URL or key=value string. Overridden by --database-url
+  /// and DATABASE_URL. Never logged (it may carry a password).
+  std::string url;
+  /// Connections for claims and outcomes (>= 1); LISTEN uses one more.
+  int pool_size = defaults::pool_size;
+};
+
+/// [queues.NAME]
+struct queue_config {
+  /// The queue's name, as in the jobs.queue column.
+  std::string name = defaults::queue;
+  /// Jobs of this queue running at once on this node (>= 1).
+  int concurrency = defaults::concurrency;
+};
+
+/// [worker]
+struct worker_config {
+  /// This node's name; the first part of `locked_by`.
+  std::string node = defaults::node;
+  /// Idle poll interval.
+  std::chrono::milliseconds poll_interval = defaults::poll_interval;
+  /// Failed attempts before dead-lettering (a job's own max_attempts wins).
+  int max_retries = defaults::max_retries;
+  /// Drain budget at shutdown.
+  std::chrono::milliseconds shutdown_drain = defaults::shutdown_drain;
+  /// How long completed rows are kept; 0 deletes them at completion.
+  std::chrono::milliseconds completed_retention = defaults::completed_retention;
+  /// How often expired completed rows are deleted.
+  std::chrono::milliseconds maintenance_interval = defaults::maintenance_interval;
+};
+
+/// A whole node's configuration.
+struct runtime_config {
+  database_config database;
+  worker_config worker;
+  /// At least one queue; `default` with default concurrency when none is
+  /// configured.
+  std::vector<queue_config> queues;
+
+  /// Checks ranges and fills in the default queue. Throws config_error
+  /// naming the offending key.
+  void validate();
+};
+
+/// An invalid configuration: the message names the file, line and key.
+struct config_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses "250ms", "2s", "5m", "24h" (also "1.5s", "0"). Throws
+/// std::invalid_argument with a message quoting the bad text.
+std::chrono::milliseconds parse_duration(const std::string& text);
+
+/// Renders a duration the way parse_duration reads it ("1500ms", "2s").
+std::string format_duration(std::chrono::milliseconds d);
+
+/// Loads and validates a TOML file. Unknown keys, wrong types and bad
+/// durations are rejected with the file, line and key in the message.
+runtime_config load_config(const std::string& path);
+
+/// The same from TOML text; `source_name` stands for the file in messages.
+runtime_config parse_config(const std::string& toml_text,
+                            const std::string& source_name);
+
+} // namespace aw

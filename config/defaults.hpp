@@ -1,0 +1,59 @@
+#pragma once
+// Every default of the runtime, in one place, each with the reason for its
+// value. Config structs, the TOML loader and the CLI all read these.
+
+#include <chrono>
+#include <cstdint>
+
+namespace aw::defaults {
+
+using namespace std::chrono_literals;
+
+/// Database connections a node opens for claims and outcomes (plus one for
+/// LISTEN). One claims, the rest commit outcomes in parallel batches; four
+/// keeps two cores busy without crowding max_connections in a cluster.
+constexpr int pool_size = 4;
+
+/// How often an idle poller looks for due jobs that no NOTIFY announced
+/// (scheduled jobs becoming due, retries, NOTIFYs lost while disconnected).
+constexpr std::chrono::milliseconds poll_interval = 1s;
+
+/// Failed attempts before a job is dead-lettered: at most 21 runs.
+constexpr int max_retries = 20;
+
+/// How long running jobs may keep running after a shutdown signal before
+/// their locks are released (the spec's default drain budget).
+constexpr std::chrono::milliseconds shutdown_drain = 2s;
+
+/// Completed rows are kept a day for inspection, then deleted.
+constexpr std::chrono::milliseconds completed_retention = 24h;
+
+/// How often maintenance deletes expired completed rows.
+constexpr std::chrono::milliseconds maintenance_interval = 30s;
+
+/// Rows deleted per maintenance statement, so one round never holds locks
+/// on a huge set.
+constexpr int cleanup_batch = 10000;
+
+/// Jobs of one queue running at once on one node.
+constexpr int concurrency = 10;
+
+/// Queue name used when none is given (also the column default).
+constexpr const char* queue = "default";
+
+/// Node name used in `locked_by` when the config gives none.
+constexpr const char* node = "node";
+
+/// Transient loop errors back off from 1 s, doubling, capped at 30 s
+/// (spec: Transient Error Resilience).
+constexpr std::chrono::milliseconds backoff_initial = 1s;
+constexpr std::chrono::milliseconds backoff_max = 30s;
+
+/// The channel the NOTIFY trigger and the listener share.
+constexpr const char* notify_channel = "actor_worker_jobs";
+
+/// How long the listener blocks waiting for a NOTIFY before it checks its
+/// mailbox again; bounds how late it notices a shutdown.
+constexpr std::chrono::milliseconds listen_wait = 200ms;
+
+} // namespace aw::defaults

@@ -1,0 +1,260 @@
+// TOML -> runtime_config. Strict: every key is known, every value has the
+// right type, and every complaint names the file, line and key.
+
+#include <cmath>
+#include <set>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "config/config.hpp"
+
+namespace aw {
+
+namespace {
+
+std::string where(const std::string& source, const toml::node& node,
+                  const std::string& key) {
+  std::ostringstream out;
+  out << source << ":" << node.source().begin.line << ": key '" << key << "'";
+  return out.str();
+}
+
+std::string where(const std::string& source, const toml::table& table,
+                  const std::string& key) {
+  return where(source, static_cast<const toml::node&>(table), key);
+}
+
+/// Rejects keys of `table` that are not in `known`.
+void reject_unknown(const std::string& source, const toml::table& table,
+                    const std::string& prefix,
+                    const std::set<std::string>& known) {
+  for (auto&& [key, value] : table) {
+    std::string name{key.str()};
+    if (known.count(name) == 0) {
+      std::string allowed;
+      for (auto& k : known)
+        allowed += (allowed.empty() ? "" : ", ") + k;
+      throw config_error(where(source, value, prefix + name)
+                         + ": unknown key (allowed here: " + allowed + ")");
+    }
+  }
+}
+
+/// Reads a string value.
+void read_string(const std::string& source, const toml::table& t,
+                 const std::string& prefix, const char* key, std::string& out) {
+  auto node = t.get(key);
+  if (!node)
+    return;
+  auto value = node->value<std::string>();
+  if (!node->is_string() || !value)
+    throw config_error(where(source, *node, prefix + key)
+                       + ": expected a string");
+  out = *value;
+}
+
+/// Reads an integer value within [min, max].
+void read_int(const std::string& source, const toml::table& t,
+              const std::string& prefix, const char* key, int& out, int64_t min,
+              int64_t max) {
+  auto node = t.get(key);
+  if (!node)
+    return;
+  if (!node->is_integer())
+    throw config_error(where(source, *node, prefix + key)
+                       + ": expected an integer");
+  auto v = node->value<int64_t>().value();
+  if (v < min || v > max)
+    throw config_error(where(source, *node, prefix + key) + ": "
+                       + std::to_string(v) + " is out of range ["
+                       + std::to_string(min) + ", " + std::to_string(max)
+                       + "]");
+  out = static_cast<int>(v);
+}
+
+/// Reads a duration string such as "250ms" or "2s".
+void read_duration(const std::string& source, const toml::table& t,
+                   const std::string& prefix, const char* key,
+                   std::chrono::milliseconds& out) {
+  auto node = t.get(key);
+  if (!node)
+    return;
+  if (!node->is_string())
+    throw config_error(where(source, *node, prefix + key)
+                       + ": expected a duration string such as \"250ms\", "
+                         "\"2s\", \"5m\" or \"24h\"");
+  try {
+    out = parse_duration(*node->value<std::string>());
+  } catch (const std::invalid_argument& e) {
+    throw config_error(where(source, *node, prefix + key) + ": " + e.what());
+  }
+}
+
+const toml::table* sub_table(const std::string& source, const toml::table& t,
+                             const char* key, const std::string& prefix) {
+  auto node = t.get(key);
+  if (!node)
+    return nullptr;
+  if (!node->is_table())
+    throw config_error(where(source, *node, prefix + key)
+                       + ": expected a table ([" + prefix + key + "])");
+  return node->as_table();
+}
+
+} // namespace
+
+std::chrono::milliseconds parse_duration(const std::string& text) {
+  auto fail = [&](const std::string& why) {
+    return std::invalid_argument("invalid duration \"" + text + "\": " + why
+                                 + " (write e.g. \"250ms\", \"2s\", \"5m\", "
+                                   "\"24h\")");
+  };
+  if (text == "0")
+    return std::chrono::milliseconds{0};
+  size_t pos = 0;
+  while (pos < text.size()
+         && (std::isdigit(static_cast<unsigned char>(text[pos]))
+             || text[pos] == '.'))
+    ++pos;
+  if (pos == 0)
+    throw fail("expected a number first");
+  double number;
+  try {
+    number = std::stod(text.substr(0, pos));
+  } catch (...) {
+    throw fail("bad number");
+  }
+  auto unit = text.substr(pos);
+  double ms_per_unit;
+  if (unit == "ms")
+    ms_per_unit = 1;
+  else if (unit == "s")
+    ms_per_unit = 1000;
+  else if (unit == "m")
+    ms_per_unit = 60'000;
+  else if (unit == "h")
+    ms_per_unit = 3'600'000;
+  else if (unit == "d")
+    ms_per_unit = 86'400'000;
+  else if (unit.empty())
+    throw fail("missing unit");
+  else
+    throw fail("unknown unit \"" + unit + "\"");
+  double ms = number * ms_per_unit;
+  if (!std::isfinite(ms) || ms > 1e15)
+    throw fail("too large");
+  return std::chrono::milliseconds{static_cast<int64_t>(std::llround(ms))};
+}
+
+std::string format_duration(std::chrono::milliseconds d) {
+  auto ms = d.count();
+  if (ms % 3'600'000 == 0 && ms != 0)
+    return std::to_string(ms / 3'600'000) + "h";
+  if (ms % 60'000 == 0 && ms != 0)
+    return std::to_string(ms / 60'000) + "m";
+  if (ms % 1000 == 0)
+    return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+void runtime_config::validate() {
+  if (database.pool_size < 1)
+    throw config_error("database.pool_size must be at least 1");
+  if (worker.node.empty())
+    throw config_error("worker.node must not be empty");
+  if (worker.poll_interval.count() <= 0)
+    throw config_error("worker.poll_interval must be greater than 0");
+  if (worker.max_retries < 0)
+    throw config_error("worker.max_retries must not be negative");
+  if (worker.shutdown_drain.count() < 0)
+    throw config_error("worker.shutdown_drain must not be negative");
+  if (worker.maintenance_interval.count() <= 0)
+    throw config_error("worker.maintenance_interval must be greater than 0");
+  if (queues.empty())
+    queues.push_back(queue_config{});
+  std::set<std::string> seen;
+  for (auto& q : queues) {
+    if (q.name.empty())
+      throw config_error("queue names must not be empty");
+    if (!seen.insert(q.name).second)
+      throw config_error("queue '" + q.name + "' is configured twice");
+    if (q.concurrency < 1)
+      throw config_error("queues." + q.name
+                         + ".concurrency must be at least 1");
+  }
+}
+
+runtime_config parse_config(const std::string& toml_text,
+                            const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream out;
+    out << source << ":" << e.source().begin.line << ":"
+        << e.source().begin.column << ": invalid TOML: " << e.description();
+    throw config_error(out.str());
+  }
+  runtime_config cfg;
+  reject_unknown(source, root, "", {"database", "worker", "queues"});
+  if (auto db = sub_table(source, root, "database", "")) {
+    reject_unknown(source, *db, "database.", {"url", "pool_size"});
+    read_string(source, *db, "database.", "url", cfg.database.url);
+    read_int(source, *db, "database.", "pool_size", cfg.database.pool_size, 1,
+             64);
+  }
+  if (auto w = sub_table(source, root, "worker", "")) {
+    const std::string p = "worker.";
+    reject_unknown(source, *w, p,
+                   {"node", "poll_interval", "max_retries", "shutdown_drain",
+                    "completed_retention", "maintenance_interval"});
+    read_string(source, *w, p, "node", cfg.worker.node);
+    read_duration(source, *w, p, "poll_interval", cfg.worker.poll_interval);
+    read_int(source, *w, p, "max_retries", cfg.worker.max_retries, 0, 1000000);
+    read_duration(source, *w, p, "shutdown_drain", cfg.worker.shutdown_drain);
+    read_duration(source, *w, p, "completed_retention",
+                  cfg.worker.completed_retention);
+    read_duration(source, *w, p, "maintenance_interval",
+                  cfg.worker.maintenance_interval);
+    if (cfg.worker.node.empty())
+      throw config_error(where(source, *w, p + "node") + ": must not be empty");
+    if (cfg.worker.poll_interval.count() <= 0)
+      throw config_error(where(source, *w, p + "poll_interval")
+                         + ": must be greater than 0");
+  }
+  if (auto qs = sub_table(source, root, "queues", "")) {
+    for (auto&& [key, value] : *qs) {
+      std::string name{key.str()};
+      std::string p = "queues." + name + ".";
+      if (!value.is_table())
+        throw config_error(where(source, value, "queues." + name)
+                           + ": expected a table ([queues." + name + "])");
+      auto& q = *value.as_table();
+      reject_unknown(source, q, p, {"concurrency"});
+      queue_config qc;
+      qc.name = name;
+      read_int(source, q, p, "concurrency", qc.concurrency, 1, 100000);
+      cfg.queues.push_back(std::move(qc));
+    }
+  }
+  try {
+    cfg.validate();
+  } catch (const config_error& e) {
+    throw config_error(source + ": " + e.what());
+  }
+  return cfg;
+}
+
+runtime_config load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw config_error(path + ": cannot open the configuration file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_config(buf.str(), path);
+}
+
+} // namespace aw

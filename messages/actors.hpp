@@ -1,0 +1,84 @@
+#pragma once
+// Every actor interface of the runtime, in one place: read this file and you
+// know who talks to whom. Handlers marked "internal" are messages an actor
+// only sends to itself.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "messages/atoms.hpp"
+#include "messages/job.hpp"
+
+namespace aw {
+
+/// Owns one database connection; the only actor that runs SQL. Runs
+/// detached: libpqxx blocks, CAF's cooperative workers must not.
+using storage_actor = caf::typed_actor<
+  // Claims up to `limit` due jobs of `queue` in one statement.
+  caf::replies_to<claim_atom, std::string, int32_t>::with<std::vector<claimed_job>>,
+  // Records an outcome. Outcomes are buffered and committed in batches; the
+  // reply comes after the commit.
+  caf::replies_to<finish_atom, job_outcome>::with<finish_result>,
+  // Releases running jobs of this worker without charging an attempt;
+  // replies with the number released. Buffered outcomes commit first.
+  caf::replies_to<release_atom, std::vector<int64_t>>::with<int64_t>,
+  // Deletes finished jobs past their retention; replies with the count.
+  caf::replies_to<cleanup_atom>::with<int64_t>,
+  // Verifies every table and column the runtime's queries use.
+  caf::replies_to<check_atom>::with<bool>,
+  // internal: commit the buffered outcomes.
+  caf::reacts_to<flush_atom>>;
+
+/// Claims jobs for one queue and spawns an executor per job, never more
+/// than the queue's free slots.
+using poller_actor = caf::typed_actor<
+  // Work may be due: claim now if there is capacity.
+  caf::reacts_to<wake_atom>,
+  // An executor finished job `id`: its slot is free.
+  caf::reacts_to<done_atom, int64_t>,
+  // internal: idle poll or backoff timer of generation `gen`.
+  caf::reacts_to<tick_atom, uint64_t>,
+  // internal: claim with whatever capacity is free once the mailbox drained.
+  caf::reacts_to<claim_atom>,
+  // Stop claiming, wait up to the drain budget, release what still runs.
+  // Replies with the number of jobs released.
+  caf::replies_to<drain_atom>::with<int64_t>,
+  // internal: the drain budget ran out.
+  caf::reacts_to<drained_atom>>;
+
+/// Runs one job: hands it to the blocking pool, reports the outcome to
+/// storage, then tells its poller the slot is free.
+using executor_actor = caf::typed_actor<
+  // The handler returned (sent from a pool thread).
+  caf::reacts_to<outcome_atom, job_outcome>>;
+
+/// Deletes finished jobs past their retention on a timer.
+using maintenance_actor = caf::typed_actor<
+  // internal: time for the next round.
+  caf::reacts_to<tick_atom>>;
+
+/// Holds the LISTEN connection and turns NOTIFYs into wake-ups.
+using listener_actor = caf::typed_actor<
+  // internal: wait (briefly) for the next notification.
+  caf::reacts_to<listen_atom>>;
+
+/// Starts the components once the schema check passes, routes wake-ups to
+/// the pollers, restarts crashed components with backoff, and shuts down
+/// in order.
+using supervisor_actor = caf::typed_actor<
+  // Graceful shutdown: drain every poller, flush storage, stop. Replies
+  // with the number of jobs released.
+  caf::replies_to<stop_atom>::with<int64_t>,
+  // Wake the pollers of `queue` (empty = every queue).
+  caf::reacts_to<wake_atom, std::string>,
+  // internal: check the schema, then start the components.
+  caf::reacts_to<start_atom>,
+  // internal: restart the crashed component `name` ("poller:QUEUE",
+  // "listener", "maintenance").
+  caf::reacts_to<start_atom, std::string>>;
+
+} // namespace aw

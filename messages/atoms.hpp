@@ -1,0 +1,40 @@
+#pragma once
+// Every atom the actors exchange. CAF 0.17 atoms are at most 10 characters;
+// ours live in aw:: so they never clash with caf::get_atom, caf::tick_atom...
+
+#include <caf/atom.hpp>
+
+namespace aw {
+
+/// Ask a storage actor to claim due jobs.
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
+/// Record a job's outcome.
+using finish_atom = caf::atom_constant<caf::atom("finish")>;
+/// Put running jobs back to `available` without charging an attempt.
+using release_atom = caf::atom_constant<caf::atom("release")>;
+/// Delete finished jobs past their retention.
+using cleanup_atom = caf::atom_constant<caf::atom("cleanup")>;
+/// Verify the database schema before polling.
+using check_atom = caf::atom_constant<caf::atom("check")>;
+/// Commit buffered outcomes (a storage actor sends it to itself).
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+/// New work may be due: a NOTIFY arrived or this process enqueued.
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
+/// An executor finished its job: a slot is free again.
+using done_atom = caf::atom_constant<caf::atom("done")>;
+/// A periodic timer fired (idle poll, maintenance, backoff retry).
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+/// Stop claiming, drain running jobs, release the rest.
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+/// The drain budget ran out (a poller sends it to itself).
+using drained_atom = caf::atom_constant<caf::atom("drained")>;
+/// A handler returned; carries the job's outcome to its executor.
+using outcome_atom = caf::atom_constant<caf::atom("outcome")>;
+/// Wait for the next NOTIFY (the listener sends it to itself).
+using listen_atom = caf::atom_constant<caf::atom("listen")>;
+/// Shut the whole runtime down gracefully.
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+/// Start (or restart) a supervised component.
+using start_atom = caf::atom_constant<caf::atom("start")>;
+
+} // namespace aw

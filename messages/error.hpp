@@ -1,0 +1,49 @@
+#pragma once
+// The runtime's error codes. Each value says what went wrong; the error's
+// context message says where (which table, column, file, line, kind...).
+
+#include <cstdint>
+#include <string>
+
+#include <caf/error.hpp>
+#include <caf/atom.hpp>
+
+namespace aw {
+
+/// Error codes of the actor-worker runtime, category atom "aw".
+enum class ec : uint8_t {
+  /// Not an error.
+  none = 0,
+  /// The database could not be reached or the connection broke. Transient:
+  /// loops log it at ERROR and retry with backoff.
+  database_unavailable,
+  /// A statement failed for a reason other than connectivity.
+  database_error,
+  /// The database lacks a table or column the runtime uses: run
+  /// `actor-worker migrate`. Fatal for `run`.
+  schema_outdated,
+  /// The database schema is newer than this binary knows.
+  schema_too_new,
+  /// No handler is registered for the job's kind. Terminal for the job.
+  unknown_kind,
+  /// The job's args could not be parsed into the handler's type. Terminal.
+  malformed_args,
+  /// The configuration file or a command-line option is invalid.
+  invalid_config,
+  /// A job id or other name given to an admin command does not exist.
+  not_found,
+};
+
+/// The category atom under which CAF carries our codes.
+constexpr caf::atom_value error_category_atom = caf::atom("aw");
+
+/// A short, stable name for each code (used in logs and messages).
+const char* to_string(ec code);
+
+/// Builds a CAF error carrying `code` and a message that says what and where.
+caf::error make_error(ec code, std::string message);
+
+/// Renders an error of any category for a log line or a CLI message.
+std::string render(const caf::error& err);
+
+} // namespace aw

@@ -1,0 +1,76 @@
+#pragma once
+// The two values that travel between actors on the hot path: a claimed job
+// (storage -> poller -> executor) and its outcome (executor -> storage).
+
+#include <cstdint>
+#include <string>
+
+#include <caf/meta/type_name.hpp>
+
+namespace aw {
+
+/// A job this worker has claimed: the row's state is now `running` and
+/// `locked_by` is this worker. Args and metadata stay JSON text until a
+/// handler parses them, so the actors never pay for a parse they don't need.
+struct claimed_job {
+  int64_t id = 0;
+  std::string kind;
+  std::string queue;
+  /// The `args` column as JSON text.
+  std::string args;
+  int32_t priority = 0;
+  /// Times started, including this run (so 1 on the first run).
+  int32_t attempt = 0;
+  /// Failed attempts charged before this run.
+  int32_t error_count = 0;
+  /// The job's own attempt limit; 0 when it uses the worker's max_retries.
+  int32_t max_attempts = 0;
+  /// The `metadata` column as JSON text.
+  std::string metadata;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, claimed_job& x) {
+  return f(caf::meta::type_name("claimed_job"), x.id, x.kind, x.queue, x.args,
+           x.priority, x.attempt, x.error_count, x.max_attempts, x.metadata);
+}
+
+/// How a run ended, as far as storage is concerned.
+enum class outcome_kind : uint8_t {
+  /// The handler succeeded: state `completed` (or the row is deleted when
+  /// the completed retention is 0).
+  completed,
+  /// The handler failed and may run again: rescheduled after
+  /// 2^(error_count + 1) seconds, or dead-lettered on its last attempt.
+  retryable_failure,
+  /// The handler failed for good (malformed args, unknown kind, or a
+  /// terminal error): moved to the dead letter queue at once.
+  terminal_failure,
+};
+
+/// Renders an outcome kind for logs.
+const char* to_string(outcome_kind k);
+
+/// The result of one run of one job.
+struct job_outcome {
+  int64_t job_id = 0;
+  outcome_kind kind = outcome_kind::completed;
+  /// The failure message recorded as `last_error_message`; empty on success.
+  std::string message;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
+  return f(caf::meta::type_name("job_outcome"), x.job_id, x.kind, x.message);
+}
+
+/// What storage did with an outcome.
+enum class finish_result : uint8_t {
+  /// The transition committed.
+  applied,
+  /// The row was no longer running under this worker (released, reclaimed
+  /// or deleted meanwhile): nothing was written.
+  stale,
+};
+
+} // namespace aw

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Throwaway PostgreSQL clusters for the run command, the tests and the
+# benchmark. Works as root (runs the server as user postgres) or as a
+# normal user.
+#
+#   scripts/pg.sh start DIR PORT   initdb DIR if needed, start on 127.0.0.1:PORT
+#   scripts/pg.sh stop DIR         fast shutdown
+#   scripts/pg.sh url PORT         the URL to connect to it
+set -euo pipefail
+
+pgbin() {
+  if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ]; then
+    pg_config --bindir
+  else
+    ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1
+  fi
+}
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+cmd=${1:-}
+case "$cmd" in
+  start)
+    dir=$2 port=$3
+    bin=$(pgbin)
+    [ -n "$bin" ] || { echo "pg.sh: no PostgreSQL server binaries found (apt-get install postgresql)" >&2; exit 1; }
+    mkdir -p "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres "$dir"
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+      as_pg "$bin/initdb" --no-sync -D "$dir/data" -U postgres -A trust -E UTF8 >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+    fi
+    as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=200" start >/dev/null \
+      || { tail -n 20 "$dir/server.log" >&2; exit 1; }
+    ;;
+  stop)
+    dir=$2
+    bin=$(pgbin)
+    [ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    ;;
+  url)
+    echo "postgresql://postgres@127.0.0.1:$2/postgres"
+    ;;
+  *)
+    echo "usage: pg.sh start DIR PORT | stop DIR | url PORT" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,23 @@
+#pragma once
+// Sorting database exceptions into "transient, retry with backoff" and
+// "a real error": the loops treat the first kind as a hiccup, never fatal.
+
+#include <exception>
+#include <string>
+
+#include "messages/error.hpp"
+
+namespace aw::storage {
+
+/// ec::database_unavailable for a lost or refused connection, a server
+/// shutting down or a commit whose outcome is unknown; ec::database_error
+/// for anything else.
+ec classify(const std::exception& e);
+
+/// The exception's message on one line, without libpq's trailing newline.
+std::string one_line(const std::exception& e);
+
+/// classify() and one_line() as a CAF error, prefixed with `what_failed`.
+caf::error to_error(const std::exception& e, const std::string& what_failed);
+
+} // namespace aw::storage

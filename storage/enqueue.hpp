@@ -1,0 +1,65 @@
+#pragma once
+// Enqueue inside the caller's own transaction: the job becomes visible when
+// the caller commits and vanishes if it rolls back. A due job wakes idle
+// workers through the NOTIFY trigger, once per statement and queue, in the
+// same transaction.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pqxx {
+class transaction_base;
+}
+
+namespace aw {
+
+/// Options of one enqueued job. Every field has the column's default.
+struct insert_options {
+  /// The queue that runs it.
+  std::string queue = "default";
+  /// Lower runs first, as in `nice`; negative allowed.
+  int priority = 0;
+  /// Runs at most this many times; unset uses the worker's max_retries + 1.
+  std::optional<int> max_attempts;
+  /// Not before this instant. Wins over `delay` when both are set.
+  std::optional<std::chrono::system_clock::time_point> run_at;
+  /// Not before now (the database's clock) plus this.
+  std::chrono::milliseconds delay{0};
+  /// Free-form JSON object stored with the job.
+  nlohmann::json metadata = nlohmann::json::object();
+  /// Labels for filtering and admin.
+  std::vector<std::string> tags;
+};
+
+/// One job of a bulk enqueue.
+struct enqueue_request {
+  std::string kind;
+  nlohmann::json args = nlohmann::json::object();
+  insert_options options;
+};
+
+/// Inserts one job in `tx` and returns its id. Throws std::invalid_argument
+/// for an empty kind or queue, a max_attempts below 1, or metadata that is
+/// not a JSON object.
+int64_t enqueue(pqxx::transaction_base& tx, const std::string& kind,
+                const nlohmann::json& args, const insert_options& opts = {});
+
+/// Inserts many jobs in one statement (one NOTIFY per queue) and returns
+/// their ids in request order.
+std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
+                                  const std::vector<enqueue_request>& jobs);
+
+/// Typed form: `Args` names its kind in `static constexpr const char* kind`
+/// and converts to JSON with nlohmann's to_json.
+template <class Args>
+int64_t enqueue(pqxx::transaction_base& tx, const Args& args,
+                const insert_options& opts = {}) {
+  return enqueue(tx, Args::kind, nlohmann::json(args), opts);
+}
+
+} // namespace aw

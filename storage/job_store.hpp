@@ -1,0 +1,85 @@
+#pragma once
+// One database connection with the runtime's named, prepared statements:
+// claim, finish, release, cleanup. The storage actor owns one of these.
+// Every method blocks; none may run on CAF's cooperative scheduler.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "messages/job.hpp"
+
+namespace pqxx {
+class connection_base;
+}
+
+namespace aw::storage {
+
+/// What a job_store needs to know about its worker.
+struct job_store_options {
+  /// libpq connection string. Never logged.
+  std::string url;
+  /// Written to `locked_by` on claim; every write checks it, so a worker
+  /// never changes a row it no longer owns.
+  std::string worker_id;
+  /// Failed attempts before dead-lettering, for jobs without max_attempts.
+  int max_retries = 20;
+  /// 0 deletes completed rows at once instead of marking them.
+  std::chrono::milliseconds completed_retention{0};
+};
+
+class job_store {
+public:
+  explicit job_store(job_store_options opts);
+  ~job_store();
+
+  job_store(const job_store&) = delete;
+  job_store& operator=(const job_store&) = delete;
+
+  /// Opens the connection and prepares the statements if not yet open.
+  /// Throws pqxx::broken_connection when the server is unreachable.
+  void connect();
+
+  /// Drops the connection (after an error); the next call reconnects.
+  void disconnect() noexcept;
+
+  bool connected() const noexcept;
+
+  /// Claims up to `limit` due jobs of `queue` (FOR UPDATE SKIP LOCKED),
+  /// in claim order: priority, run_at, id.
+  std::vector<claimed_job> claim(const std::string& queue, int limit);
+
+  /// Applies many outcomes in one transaction. Completions are one
+  /// statement for the whole batch. Returns one result per outcome, in order.
+  std::vector<finish_result> finish(const std::vector<job_outcome>& outcomes);
+
+  /// Puts jobs this worker still holds back to `available` without
+  /// charging an attempt, and wakes other workers. Returns how many.
+  int64_t release(const std::vector<int64_t>& ids);
+
+  /// Deletes up to `batch` completed/cancelled rows finalized more than the
+  /// retention ago. Returns how many.
+  int64_t delete_expired(int batch);
+
+  /// The connection, for the schema check. Connects first.
+  pqxx::connection_base& connection();
+
+  const job_store_options& options() const noexcept {
+    return opts_;
+  }
+
+private:
+  job_store_options opts_;
+  // pqxx::connection is a typedef (not forward-declarable) and its base has
+  // no virtual destructor: the deleter, defined in the .cpp, knows the type.
+  using connection_deleter = void (*)(pqxx::connection_base*);
+  std::unique_ptr<pqxx::connection_base, connection_deleter> conn_;
+};
+
+/// Renders ids as a PostgreSQL array literal ("{1,2,3}") for a
+/// `$1::bigint[]` parameter: libpqxx 6 has no array parameters.
+std::string to_array_literal(const std::vector<int64_t>& ids);
+
+} // namespace aw::storage

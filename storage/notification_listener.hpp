@@ -1,0 +1,36 @@
+#pragma once
+// The LISTEN side of LISTEN/NOTIFY on its own connection (a connection
+// that listens must never hold a transaction open, or nothing arrives).
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aw::storage {
+
+class notification_listener {
+public:
+  /// Listens on `channel` once connect() succeeds.
+  notification_listener(std::string url, std::string channel);
+  ~notification_listener();
+
+  /// Opens the connection and issues LISTEN. Throws when unreachable.
+  void connect();
+
+  void disconnect() noexcept;
+
+  bool connected() const noexcept;
+
+  /// Blocks up to `wait` for notifications; returns the payloads (queue
+  /// names) received, possibly none. Throws when the connection broke.
+  std::vector<std::string> wait_for(std::chrono::milliseconds wait);
+
+private:
+  struct impl;
+  std::string url_;
+  std::string channel_;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace aw::storage
