@@ -4,6 +4,7 @@
 # normal user.
 #
 #   scripts/pg.sh start DIR PORT   initdb DIR if needed, start on 127.0.0.1:PORT
+#                                  (PG_FRESH=1: start from an empty cluster)
 #   scripts/pg.sh stop DIR         fast shutdown
 #   scripts/pg.sh url PORT         the URL to connect to it
 set -euo pipefail
@@ -26,8 +27,12 @@ case "$cmd" in
     dir=$2 port=$3
     bin=$(pgbin)
     [ -n "$bin" ] || { echo "pg.sh: no PostgreSQL server binaries found (apt-get install postgresql)" >&2; exit 1; }
+    if [ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      exit 0  # already running (a previous run was interrupted)
+    fi
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown postgres "$dir"
+    if [ -n "${PG_FRESH:-}" ]; then rm -rf "$dir/data"; fi
     if [ ! -f "$dir/data/PG_VERSION" ]; then
       as_pg "$bin/initdb" --no-sync -D "$dir/data" -U postgres -A trust -E UTF8 >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }

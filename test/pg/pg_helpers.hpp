@@ -1,0 +1,69 @@
+#pragma once
+// Small helpers shared by the pg suites that need no actors: a session on one
+// persistent connection (for polling loops, where opening a connection per
+// check would dominate the run time) and a few string checks.
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include <pqxx/pqxx>
+
+namespace aw::test {
+
+/// One connection, one autocommit statement per call.
+struct db_session {
+  explicit db_session(const std::string& url) : conn(url) {
+  }
+
+  /// First column of the first row as int64 (0 when NULL).
+  int64_t scalar(const std::string& sql) {
+    pqxx::nontransaction tx{conn};
+    auto row = tx.exec1(sql);
+    return row[0].is_null() ? 0 : row[0].as<int64_t>();
+  }
+
+  /// First column of the first row as text ("" when NULL).
+  std::string text(const std::string& sql) {
+    pqxx::nontransaction tx{conn};
+    auto row = tx.exec1(sql);
+    return row[0].is_null() ? std::string{} : row[0].as<std::string>();
+  }
+
+  /// First column of the first row as bool.
+  bool check(const std::string& sql) {
+    pqxx::nontransaction tx{conn};
+    return tx.exec1(sql)[0].as<bool>();
+  }
+
+  pqxx::result query(const std::string& sql) {
+    pqxx::nontransaction tx{conn};
+    return tx.exec(sql);
+  }
+
+  void exec(const std::string& sql) {
+    pqxx::nontransaction tx{conn};
+    tx.exec(sql);
+  }
+
+  /// The column names of `table`, as the database has them.
+  std::set<std::string> columns_of(const std::string& table) {
+    pqxx::nontransaction tx{conn};
+    auto rows = tx.exec_params("SELECT column_name FROM information_schema.columns "
+                               "WHERE table_schema = current_schema() "
+                               "AND table_name = $1",
+                               table);
+    std::set<std::string> out;
+    for (const auto& row : rows)
+      out.insert(row[0].as<std::string>());
+    return out;
+  }
+
+  pqxx::connection conn;
+};
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+} // namespace aw::test

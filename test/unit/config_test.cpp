@@ -1,0 +1,125 @@
+#include <boost/test/unit_test.hpp>
+
+#include "config/config.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+/// The message of the config_error that parsing `text` throws ("" if none).
+std::string error_of(const std::string& text) {
+  try {
+    aw::parse_config(text, "worker.toml");
+  } catch (const aw::config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(config_test)
+
+BOOST_AUTO_TEST_CASE(parses_durations_in_ms_s_m_h) {
+  BOOST_TEST(aw::parse_duration("250ms").count() == 250);
+  BOOST_TEST(aw::parse_duration("2s").count() == 2000);
+  BOOST_TEST(aw::parse_duration("1.5s").count() == 1500);
+  BOOST_TEST(aw::parse_duration("5m").count() == 300000);
+  BOOST_TEST(aw::parse_duration("24h").count() == 86400000);
+  BOOST_TEST(aw::parse_duration("0").count() == 0);
+  BOOST_CHECK_THROW(aw::parse_duration("2"), std::invalid_argument);
+  BOOST_CHECK_THROW(aw::parse_duration("2 weeks"), std::invalid_argument);
+  BOOST_CHECK_THROW(aw::parse_duration("s"), std::invalid_argument);
+  BOOST_CHECK_THROW(aw::parse_duration(""), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(empty_file_gives_defaults_and_the_default_queue) {
+  auto cfg = aw::parse_config("", "worker.toml");
+  BOOST_TEST(cfg.database.pool_size == aw::defaults::pool_size);
+  BOOST_TEST(cfg.worker.max_retries == 20);
+  BOOST_TEST(cfg.worker.poll_interval.count() == 1000);
+  BOOST_TEST(cfg.worker.shutdown_drain.count() == 2000);
+  BOOST_REQUIRE_EQUAL(cfg.queues.size(), 1u);
+  BOOST_TEST(cfg.queues[0].name == "default");
+  BOOST_TEST(cfg.queues[0].concurrency == 10);
+}
+
+BOOST_AUTO_TEST_CASE(reads_every_documented_key) {
+  auto cfg = aw::parse_config(R"(
+[database]
+url = "postgresql://u@h/db"
+pool_size = 6
+[worker]
+node = "node-a"
+poll_interval = "250ms"
+max_retries = 5
+shutdown_drain = "3s"
+completed_retention = "0"
+maintenance_interval = "10s"
+[queues.default]
+concurrency = 12
+[queues.email]
+concurrency = 3
+)",
+                              "worker.toml");
+  BOOST_TEST(cfg.database.url == "postgresql://u@h/db");
+  BOOST_TEST(cfg.database.pool_size == 6);
+  BOOST_TEST(cfg.worker.node == "node-a");
+  BOOST_TEST(cfg.worker.poll_interval.count() == 250);
+  BOOST_TEST(cfg.worker.max_retries == 5);
+  BOOST_TEST(cfg.worker.shutdown_drain.count() == 3000);
+  BOOST_TEST(cfg.worker.completed_retention.count() == 0);
+  BOOST_TEST(cfg.worker.maintenance_interval.count() == 10000);
+  BOOST_REQUIRE_EQUAL(cfg.queues.size(), 2u);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_key_names_file_line_and_key) {
+  auto msg = error_of("[worker]\nnode = \"a\"\npol_interval = \"1s\"\n");
+  BOOST_TEST(contains(msg, "worker.toml:3"), msg);
+  BOOST_TEST(contains(msg, "worker.pol_interval"), msg);
+  BOOST_TEST(contains(msg, "unknown key"), msg);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_type_names_file_line_and_key) {
+  auto msg = error_of("[queues.default]\nconcurrency = \"ten\"\n");
+  BOOST_TEST(contains(msg, "worker.toml:2"), msg);
+  BOOST_TEST(contains(msg, "queues.default.concurrency"), msg);
+  BOOST_TEST(contains(msg, "integer"), msg);
+}
+
+BOOST_AUTO_TEST_CASE(bad_duration_names_file_line_key_and_value) {
+  auto msg = error_of("\n[worker]\nshutdown_drain = \"2 secs\"\n");
+  BOOST_TEST(contains(msg, "worker.toml:3"), msg);
+  BOOST_TEST(contains(msg, "worker.shutdown_drain"), msg);
+  BOOST_TEST(contains(msg, "2 secs"), msg);
+}
+
+BOOST_AUTO_TEST_CASE(out_of_range_values_are_rejected) {
+  BOOST_TEST(contains(error_of("[queues.default]\nconcurrency = 0\n"),
+                      "out of range"));
+  BOOST_TEST(contains(error_of("[worker]\npoll_interval = \"0\"\n"),
+                      "worker.poll_interval"));
+  BOOST_TEST(contains(error_of("[worker]\nmax_retries = -1\n"),
+                      "worker.max_retries"));
+}
+
+BOOST_AUTO_TEST_CASE(invalid_toml_names_file_and_line) {
+  auto msg = error_of("[worker\nnode = 1\n");
+  BOOST_TEST(contains(msg, "worker.toml:1"), msg);
+  BOOST_TEST(contains(msg, "invalid TOML"), msg);
+}
+
+BOOST_AUTO_TEST_CASE(missing_file_is_a_clear_error) {
+  try {
+    aw::load_config("/nonexistent/worker.toml");
+    BOOST_FAIL("expected a config_error");
+  } catch (const aw::config_error& e) {
+    BOOST_TEST(contains(e.what(), "/nonexistent/worker.toml"));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
