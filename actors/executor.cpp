@@ -19,14 +19,17 @@ executor_behavior(executor_actor::pointer self, claimed_job job,
   });
   return {
     [=](outcome_atom, job_outcome& outcome) {
-      if (outcome.kind != outcome_kind::completed)
-        spdlog::warn("job {} failed ({}): {}", job_id, to_string(outcome.kind),
+      auto kind = outcome.kind;
+      if (kind == outcome_kind::completed)
+        spdlog::debug("job {} completed", job_id);
+      else
+        spdlog::warn("job {} failed ({}): {}", job_id, to_string(kind),
                      outcome.message);
       self->request(completer, caf::infinite, finish_atom::value,
                     std::move(outcome))
         .then(
-          [=](finish_result) {
-            self->send(poller, done_atom::value, job_id);
+          [=](finish_result result) {
+            self->send(poller, done_atom::value, job_id, kind, result);
             self->quit();
           },
           [=](caf::error& err) {
@@ -34,7 +37,8 @@ executor_behavior(executor_actor::pointer self, claimed_job job,
             // The job stays running in the database until reclaimed.
             spdlog::error("job {}: outcome not recorded: {}", job_id,
                           render(err));
-            self->send(poller, done_atom::value, job_id);
+            self->send(poller, done_atom::value, job_id, kind,
+                       finish_result::stale);
             self->quit();
           });
     },

@@ -142,14 +142,21 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
                   self->state.claimed);
   });
   schedule_claim(self);
+  self->delayed_send(self, self->state.cfg.report_interval, report_atom::value);
   return {
     [self](wake_atom) {
       self->state.maybe_more = true;
       schedule_claim(self);
     },
-    [self](done_atom, int64_t id) {
+    [self](done_atom, int64_t id, outcome_kind kind, finish_result result) {
       auto& st = self->state;
       st.running.erase(id);
+      if (result == finish_result::stale)
+        ++st.stale;
+      else if (kind == outcome_kind::completed)
+        ++st.completed;
+      else
+        ++st.failed;
       if (st.draining)
         maybe_finish_drain(self);
       else if (st.maybe_more)
@@ -188,6 +195,17 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       }
       maybe_finish_drain(self);
       return promise;
+    },
+    [self](report_atom) {
+      auto& st = self->state;
+      if (st.completed + st.failed + st.stale > 0)
+        spdlog::info("queue {}: {} completed, {} failed, {} no longer ours in "
+                     "the last {} s; {} running",
+                     st.cfg.queue, st.completed, st.failed, st.stale,
+                     st.cfg.report_interval.count() / 1000, st.running.size());
+      st.completed = st.failed = st.stale = 0;
+      if (!st.draining)
+        self->delayed_send(self, st.cfg.report_interval, report_atom::value);
     },
     [self](drained_atom) {
       self->state.drain_budget_spent = true;

@@ -33,6 +33,8 @@ struct poller_config {
   std::chrono::milliseconds poll_interval = defaults::poll_interval;
   /// Drain budget at shutdown.
   std::chrono::milliseconds shutdown_drain = defaults::shutdown_drain;
+  /// How often a summary of recent activity is logged (when there was any).
+  std::chrono::milliseconds report_interval = defaults::report_interval;
   /// Claims go here.
   storage_actor claimer;
   /// Outcomes go here, spread by job id.
@@ -69,6 +71,10 @@ struct poller_state {
   /// older ones stale (CAF 0.17 cannot cancel a delayed message).
   uint64_t timer_generation = 0;
   backoff claim_backoff;
+  /// Outcomes since the last activity report.
+  uint64_t completed = 0;
+  uint64_t failed = 0;
+  uint64_t stale = 0;
   /// Claim statements issued (for tests and the exit log).
   uint64_t claims = 0;
   /// Jobs claimed in total.

@@ -26,6 +26,43 @@ auto guarded(storage_pointer self, const char* what, F fn)
   }
 }
 
+/// Delivers each result and reports stale ones.
+void deliver(storage_pointer self, size_t first, size_t count,
+             const std::vector<finish_result>& results) {
+  auto& st = self->state;
+  for (size_t i = 0; i < count; ++i) {
+    auto& [outcome, promise] = st.pending[first + i];
+    if (results[i] == finish_result::stale)
+      spdlog::warn("storage: outcome of job {} not recorded: the job is no "
+                   "longer running under this worker",
+                   outcome.job_id);
+    promise.deliver(results[i]);
+  }
+}
+
+/// A batch failed for a reason other than connectivity: commit the outcomes
+/// one by one, so one bad outcome cannot hold up the others forever. One
+/// that still fails alone is reported at ERROR and dropped; its job stays
+/// running until its lease is reclaimed.
+void flush_one_by_one(storage_pointer self) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.pending.size(); ++i) {
+    try {
+      auto results = st.store->finish({st.pending[i].first});
+      deliver(self, i, 1, results);
+    } catch (const std::exception& e) {
+      if (storage::classify(e) == ec::database_unavailable) {
+        // Keep only what is not recorded yet for the retry.
+        st.pending.erase(st.pending.begin(), st.pending.begin() + i);
+        throw;
+      }
+      spdlog::error("storage: cannot record the outcome of job {}: {}",
+                    st.pending[i].first.job_id, storage::one_line(e));
+      st.pending[i].second.deliver(finish_result::stale);
+    }
+  }
+}
+
 void flush(storage_pointer self) {
   auto& st = self->state;
   st.flush_scheduled = false;
@@ -36,13 +73,16 @@ void flush(storage_pointer self) {
   for (auto& p : st.pending)
     batch.push_back(p.first);
   try {
-    auto results = st.store->finish(batch);
-    for (size_t i = 0; i < results.size(); ++i) {
-      if (results[i] == finish_result::stale)
-        spdlog::warn("storage: outcome of job {} not recorded: the job is no "
-                     "longer running under this worker",
-                     batch[i].job_id);
-      st.pending[i].second.deliver(results[i]);
+    try {
+      auto results = st.store->finish(batch);
+      deliver(self, 0, batch.size(), results);
+    } catch (const std::exception& e) {
+      if (storage::classify(e) == ec::database_unavailable || batch.size() < 2)
+        throw;
+      spdlog::error("storage: recording a batch of {} outcomes failed, "
+                    "recording them one by one: {}",
+                    batch.size(), storage::one_line(e));
+      flush_one_by_one(self);
     }
     st.largest_batch = std::max(st.largest_batch, batch.size());
     st.pending.clear();
@@ -52,12 +92,20 @@ void flush(storage_pointer self) {
                    st.flush_backoff.failures());
     st.flush_backoff.reset();
   } catch (const std::exception& e) {
-    if (storage::classify(e) == ec::database_unavailable)
+    if (storage::classify(e) == ec::database_unavailable) {
       st.store->disconnect();
+    } else if (batch.size() == 1) {
+      // A single outcome the database rejects for good: see flush_one_by_one.
+      spdlog::error("storage: cannot record the outcome of job {}: {}",
+                    batch.front().job_id, storage::one_line(e));
+      st.pending.front().second.deliver(finish_result::stale);
+      st.pending.clear();
+      return;
+    }
     auto delay = st.flush_backoff.next();
     spdlog::error("storage: recording {} outcome(s) failed, retrying in {} "
                   "ms: {}",
-                  batch.size(), delay.count(), storage::one_line(e));
+                  st.pending.size(), delay.count(), storage::one_line(e));
     st.flush_scheduled = true;
     self->delayed_send(self, delay, flush_atom::value);
   }

@@ -4,6 +4,38 @@
 
 namespace aw {
 
+namespace {
+
+/// Error messages come from arbitrary exceptions; the database only takes
+/// valid UTF-8 without NUL. Invalid bytes become '?', and very long
+/// messages are cut so one failure cannot bloat the row.
+std::string sanitize_message(const std::string& in) {
+  constexpr size_t max_bytes = 4096;
+  std::string out;
+  out.reserve(std::min(in.size(), max_bytes));
+  size_t i = 0;
+  while (i < in.size() && out.size() < max_bytes) {
+    auto c = static_cast<unsigned char>(in[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
+                                                  : (c >> 3) == 0x1E ? 4 : 0;
+    bool valid = len > 0 && i + len <= in.size() && c != 0;
+    for (size_t k = 1; valid && k < len; ++k)
+      valid = (static_cast<unsigned char>(in[i + k]) >> 6) == 0x2;
+    if (valid) {
+      out.append(in, i, len);
+      i += len;
+    } else {
+      out.push_back('?');
+      ++i;
+    }
+  }
+  if (i < in.size())
+    out += " [truncated]";
+  return out;
+}
+
+} // namespace
+
 registry& registry::add_raw(const std::string& kind, raw_handler fn) {
   if (kind.empty())
     throw std::invalid_argument("registry: a job kind must not be empty");
@@ -33,7 +65,7 @@ job_outcome registry::run(const claimed_job& job) const {
   out.job_id = job.id;
   auto fail = [&](outcome_kind kind, std::string message) {
     out.kind = kind;
-    out.message = std::move(message);
+    out.message = sanitize_message(message);
     return out;
   };
   auto i = handlers_.find(job.kind);

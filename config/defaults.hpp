@@ -44,6 +44,10 @@ constexpr const char* queue = "default";
 /// Node name used in `locked_by` when the config gives none.
 constexpr const char* node = "node";
 
+/// How often each poller logs a summary of what it did (only when it did
+/// something): per-job lines at INFO would cost more than a no-op job.
+constexpr std::chrono::milliseconds report_interval = 10s;
+
 /// Transient loop errors back off from 1 s, doubling, capped at 30 s
 /// (spec: Transient Error Resilience).
 constexpr std::chrono::milliseconds backoff_initial = 1s;

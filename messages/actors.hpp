@@ -38,8 +38,9 @@ using storage_actor = caf::typed_actor<
 using poller_actor = caf::typed_actor<
   // Work may be due: claim now if there is capacity.
   caf::reacts_to<wake_atom>,
-  // An executor finished job `id`: its slot is free.
-  caf::reacts_to<done_atom, int64_t>,
+  // An executor finished job `id` with an outcome of this kind, and storage
+  // recorded it (or found it stale): its slot is free.
+  caf::reacts_to<done_atom, int64_t, outcome_kind, finish_result>,
   // internal: idle poll or backoff timer of generation `gen`.
   caf::reacts_to<tick_atom, uint64_t>,
   // internal: claim with whatever capacity is free once the mailbox drained.
@@ -48,7 +49,9 @@ using poller_actor = caf::typed_actor<
   // Replies with the number of jobs released.
   caf::replies_to<drain_atom>::with<int64_t>,
   // internal: the drain budget ran out.
-  caf::reacts_to<drained_atom>>;
+  caf::reacts_to<drained_atom>,
+  // internal: log what happened since the last report.
+  caf::reacts_to<report_atom>>;
 
 /// Runs one job: hands it to the blocking pool, reports the outcome to
 /// storage, then tells its poller the slot is free.

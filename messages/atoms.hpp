@@ -34,6 +34,8 @@ using outcome_atom = caf::atom_constant<caf::atom("outcome")>;
 using listen_atom = caf::atom_constant<caf::atom("listen")>;
 /// Shut the whole runtime down gracefully.
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+/// Time to log a summary of recent activity.
+using report_atom = caf::atom_constant<caf::atom("report")>;
 /// Start (or restart) a supervised component.
 using start_atom = caf::atom_constant<caf::atom("start")>;
 

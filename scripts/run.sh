@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-BUILD_DIR=${BUILD_DIR:-build} scripts/build.sh -DAW_BUILD_TESTS=OFF
-BIN=${BUILD_DIR:-build}/actor-worker
+BUILD_DIR=${BUILD_DIR:-build-release}
+BUILD_DIR=$BUILD_DIR BUILD_TYPE=Release scripts/build.sh -DAW_BUILD_TESTS=OFF
+BIN=$BUILD_DIR/actor-worker
 
 if [ -z "${DATABASE_URL:-}" ]; then
   PGDIR=${PGDIR:-/tmp/actor-worker-pg}

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-BUILD_DIR=${BUILD_DIR:-build} scripts/build.sh
+BUILD_DIR=${BUILD_DIR:-build} scripts/build.sh -DAW_BUILD_TESTS=ON
 cd "${BUILD_DIR:-build}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -55,8 +55,9 @@ std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
                                   const std::vector<enqueue_request>& jobs);
 
 /// Typed form: `Args` names its kind in `static constexpr const char* kind`
-/// and converts to JSON with nlohmann's to_json.
-template <class Args>
+/// and converts to JSON with nlohmann's to_json. (Only for types with a
+/// `kind` member, so `enqueue(tx, "kind", json)` never lands here.)
+template <class Args, class = decltype(Args::kind)>
 int64_t enqueue(pqxx::transaction_base& tx, const Args& args,
                 const insert_options& opts = {}) {
   return enqueue(tx, Args::kind, nlohmann::json(args), opts);
