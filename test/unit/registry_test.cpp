@@ -84,6 +84,21 @@ BOOST_AUTO_TEST_CASE(throwing_handler_is_retryable_with_its_message) {
   BOOST_TEST(out.message == "smtp timeout");
 }
 
+BOOST_AUTO_TEST_CASE(error_messages_become_valid_utf8_and_bounded) {
+  aw::registry reg;
+  reg.add_raw("binary", [](const nlohmann::json&, const aw::job_context&) {
+    throw std::runtime_error("bad \xff\xfe byte \xe2\x82 caf\xc3\xa9");
+  });
+  auto out = reg.run(make_job("binary", "{}"));
+  BOOST_TEST(out.message == "bad ?? byte ?? caf\xc3\xa9");
+  reg.add_raw("huge", [](const nlohmann::json&, const aw::job_context&) {
+    throw std::runtime_error(std::string(100000, 'x'));
+  });
+  auto huge = reg.run(make_job("huge", "{}"));
+  BOOST_TEST(huge.message.size() < 5000u);
+  BOOST_TEST(contains(huge.message, "[truncated]"));
+}
+
 BOOST_AUTO_TEST_CASE(terminal_error_is_terminal) {
   aw::registry reg;
   reg.add_raw("doomed", [](const nlohmann::json&, const aw::job_context&) {
