@@ -30,7 +30,7 @@
 #   BIN                  an actor-worker binary to use instead of building build-bench/ (Release)
 #   BUILD_DIR (<repo>/build-bench)
 #   POLL_MS (20)         drain poll period;  RUN_TIMEOUT (600) seconds before a run is failed
-#   LOG_LEVEL (debug)    worker log level (debug adds one "stopped after N claim(s)" line per poller)
+#   LOG_LEVEL (info)     worker log level (not debug: that logs a line per job)
 #
 # Output: one "RESULT actor-worker/<config>/run<k> jobs_per_sec=.. jobs=.. seconds=.." line per run
 # with "#" diagnostic lines before it, then a summary and, as the last line,
@@ -52,7 +52,7 @@ PGDIR=${PGDIR:-/tmp/aw-bench-pg}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
 POLL_MS=${POLL_MS:-20}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
-LOG_LEVEL=${LOG_LEVEL:-debug}
+LOG_LEVEL=${LOG_LEVEL:-info}
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
 now() { echo "$EPOCHREALTIME"; }                         # wall clock, no fork
@@ -233,24 +233,37 @@ EOF
                                      (select count(*) from dead_letter_jobs) from jobs")
   [ "$check" = "$N $N 0" ] || die "exactly-once check failed: rows, completed with attempt 1, dead letters = $check (want $N $N 0)"
 
-  # Claims per poller, from the workers' debug log line at exit.
-  local claims claimed
-  claims=$(cat "$WORK/$db".p*.log | sed -n 's/.*stopped after \([0-9]*\) claim(s), \([0-9]*\) job(s).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
-  claimed=$(cat "$WORK/$db".p*.log | sed -n 's/.*stopped after \([0-9]*\) claim(s), \([0-9]*\) job(s).*/\2/p' | awk '{ s += $1 } END { print s + 0 }')
-  grep -h -E '\] \[(warning|error|critical)\]' "$WORK/$db".p*.log | head -5 | sed 's/^/#   worker log: /' || true
+  # Batch sizes, read from the rows: a claim statement stamps all its rows with one locked_at (its
+  # transaction's now()), an outcome commit stamps its rows with one finalized_at.
+  local batches claims claim_max outcome_tx outcome_max
+  batches=$(sql "$db" -F' ' -c "select (select count(*) from (select distinct locked_by, locked_at from jobs) c),
+                                       (select max(n) from (select count(*) n from jobs group by locked_by, locked_at) c),
+                                       (select count(*) from (select distinct locked_by, finalized_at from jobs) f),
+                                       (select max(n) from (select count(*) n from jobs group by locked_by, finalized_at) f)")
+  read -r claims claim_max outcome_tx outcome_max <<<"$batches"
+
+  # Startup: from spawning the processes to the (last) "worker ... running" log line.
+  local up_ms=0 ts
+  for ((i = 1; i <= procs; i++)); do
+    ts=$(sed -n 's/^\[\([0-9-]* [0-9:.]*\)\] .* running: .*/\1/p' "$WORK/$db.p$i.log" | head -n1)
+    if [ -n "$ts" ]; then
+      up_ms=$(awk -v a="$(date -d "$ts" +%s.%N)" -v b="$t0" -v m="$up_ms" \
+                'BEGIN { x = (a - b) * 1000; printf "%.0f", (x > m ? x : m) }')
+    fi
+  done
+  grep -h -E '\] \[(warning|error|critical)\]' "$WORK/$db".p*.log | head -n 5 | sed 's/^/#   worker log: /' || true
 
   local jps busy
   jps=$(fdiv "$N" "$sec" 0)
   read -r b0 tt0 <<<"$mc0"; read -r b1 tt1 <<<"$mc1"
   busy=$(fdiv "$((100 * (b1 - b0)))" "$((tt1 - tt0))" 0)
-  echo "# actor-worker $cfgname run=$rep: enqueue $N in ${te}s ($(fdiv "$N" "$te" 0) jobs/s); drained in ${sec}s ($polls polls); $N jobs completed exactly once"
+  echo "# actor-worker $cfgname run=$rep: enqueue $N in ${te}s ($(fdiv "$N" "$te" 0) jobs/s); workers up after ~${up_ms}ms;" \
+       "drained in ${sec}s ($polls polls); $N jobs completed exactly once"
   echo "#   during drain: WAL $(fdiv "$wal" 1000000 1) MB ($(fdiv "$wal" "$N" 0) B/job); commits ~$commits ($(fdiv "$commits" "$N" 3)/job);" \
        "worker-process CPU ${wcpu} s ($(fdiv "$(fdiv "$wcpu" "$sec" 4)" 0.01 0)% of one core); their postgres backends CPU ${bcpu} s;" \
        "machine CPU busy ${busy}% of $(nproc) cores (all processes); load1 at start $load1"
-  if [ "$claims" -gt 0 ]; then
-    echo "#   claims $claims ($(fdiv "$claimed" "$claims" 1) jobs/claim); outcome commits ~$((commits - claims))" \
-         "($(fdiv "$N" "$((commits - claims))" 1) jobs/commit, approx.: other commits are counted there too)"
-  fi
+  echo "#   batches: $claims claims ($(fdiv "$N" "$claims" 1) jobs/claim on average, largest $claim_max);" \
+       "$outcome_tx outcome commits ($(fdiv "$N" "$outcome_tx" 1) jobs/commit on average, largest $outcome_max)"
   echo "RESULT actor-worker/$cfgname/run$rep jobs_per_sec=$jps jobs=$N seconds=$sec"
   RESULTS+=("$cfgname $jps $sec")
 

@@ -49,7 +49,8 @@ nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
   nlohmann::json row = {
     {"kind", kind},
     {"queue", opts.queue},
-    {"args", args},
+    // `{}` in C++ braces becomes JSON null; a job without args has `{}`.
+    {"args", args.is_null() ? nlohmann::json::object() : args},
     {"priority", opts.priority},
     {"delay_ms", opts.delay.count()},
     {"metadata", opts.metadata},

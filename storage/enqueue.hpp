@@ -43,7 +43,7 @@ struct enqueue_request {
   insert_options options;
 };
 
-/// Inserts one job in `tx` and returns its id. Throws std::invalid_argument
+/// Inserts one job in `tx` and returns its id. Null args are stored as `{}`. Throws std::invalid_argument
 /// for an empty kind or queue, a max_attempts below 1, or metadata that is
 /// not a JSON object.
 int64_t enqueue(pqxx::transaction_base& tx, const std::string& kind,

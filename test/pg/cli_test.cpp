@@ -1,0 +1,367 @@
+// The actor-worker binary itself against a real database: enqueue, jobs
+// show, dlq list, config errors, and the run command's start and shutdown.
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "pg_fixture.hpp"
+#include "pg_helpers.hpp"
+#include "storage/enqueue.hpp"
+#include "storage/job_store.hpp"
+
+extern char** environ;
+
+using namespace std::chrono_literals;
+using aw::test::contains;
+
+namespace {
+
+std::string temp_path(const std::string& suffix) {
+  static std::atomic<int> counter{0};
+  return "/tmp/aw_cli_test_" + std::to_string(::getpid()) + "_"
+         + std::to_string(counter++) + suffix;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+/// A temporary file with `text`, removed at scope exit.
+struct temp_file {
+  explicit temp_file(const std::string& text, const std::string& suffix = ".toml")
+    : path(temp_path(suffix)) {
+    std::ofstream{path} << text;
+  }
+  ~temp_file() {
+    std::remove(path.c_str());
+  }
+  std::string path;
+};
+
+/// The binary running in the background (for `run`, which does not end on
+/// its own), with stdout and stderr going to files.
+class background_process {
+public:
+  background_process(const std::vector<std::string>& args,
+                     const std::string& database_url)
+    : out_(temp_path(".out")), err_(temp_path(".err")) {
+    // Everything the child needs is built before fork(): after it, only
+    // async-signal-safe calls.
+    std::vector<std::string> argv_s{aw::test::binary_path()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::string{*e}.rfind("DATABASE_URL=", 0) != 0)
+        env_s.emplace_back(*e);
+    env_s.push_back("DATABASE_URL=" + database_url);
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env_s)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int out_fd = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err_fd = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    BOOST_REQUIRE(out_fd >= 0 && err_fd >= 0);
+    pid_ = ::fork();
+    BOOST_REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::dup2(out_fd, STDOUT_FILENO);
+      ::dup2(err_fd, STDERR_FILENO);
+      ::close(out_fd);
+      ::close(err_fd);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(out_fd);
+    ::close(err_fd);
+  }
+
+  ~background_process() {
+    if (running())
+      ::kill(pid_, SIGKILL);
+    if (!exit_code_)
+      ::waitpid(pid_, nullptr, 0);
+    std::remove(out_.c_str());
+    std::remove(err_.c_str());
+  }
+
+  bool running() {
+    if (exit_code_)
+      return false;
+    int status = 0;
+    auto r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
+      return false;
+    }
+    return true;
+  }
+
+  /// The exit code, or nothing if it is still running after `timeout`.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
+    aw::test::wait_until([this] { return !running(); }, timeout);
+    return exit_code_;
+  }
+
+  void signal(int sig) {
+    ::kill(pid_, sig);
+  }
+
+  std::string out() const {
+    return slurp(out_);
+  }
+
+  std::string err() const {
+    return slurp(err_);
+  }
+
+private:
+  std::string out_;
+  std::string err_;
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
+/// Runs `actor-worker ARGS` to its end (killing it after a minute).
+aw::test::command_result run_bounded(const std::vector<std::string>& args,
+                                     const std::string& url) {
+  background_process p{args, url};
+  auto code = p.wait_exit(60s);
+  BOOST_REQUIRE_MESSAGE(code.has_value(), "the binary did not exit within 60 s");
+  return {*code, p.out(), p.err()};
+}
+
+int64_t enqueue_one(const aw::test::fresh_database& db, const std::string& kind,
+                    const nlohmann::json& args,
+                    const aw::insert_options& opts = {}) {
+  auto conn = db.connect();
+  pqxx::work tx{*conn};
+  auto id = aw::enqueue(tx, kind, args, opts);
+  tx.commit();
+  return id;
+}
+
+std::set<std::string> keys_of(const nlohmann::json& object) {
+  std::set<std::string> keys;
+  for (auto& [key, value] : object.items())
+    keys.insert(key);
+  return keys;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_test)
+
+BOOST_AUTO_TEST_CASE(enqueue_prints_only_the_new_id) {
+  aw::test::fresh_database db;
+  auto r = aw::test::run_binary(R"(enqueue noop '{"a": 1}')", db.url);
+  BOOST_TEST_MESSAGE("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_REQUIRE(std::regex_match(r.out, std::regex{"[0-9]+\n"}));
+  auto id = std::stoll(r.out);
+  auto where = " FROM jobs WHERE id = " + std::to_string(id);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.text("SELECT kind" + where) == "noop");
+  BOOST_TEST(s.check("SELECT args = '{\"a\": 1}'::jsonb" + where));
+  BOOST_TEST(s.text("SELECT state" + where) == "available");
+  BOOST_TEST(s.text("SELECT queue" + where) == "default");
+}
+
+BOOST_AUTO_TEST_CASE(enqueue_options_land_in_the_row) {
+  aw::test::fresh_database db;
+  auto r = aw::test::run_binary(R"(enqueue sleep '{"ms": 1}' --queue mail )"
+                                R"(--priority -3 --max-attempts 5 --delay 60)",
+                                db.url);
+  BOOST_TEST_MESSAGE("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  auto where = " FROM jobs WHERE id = " + std::to_string(std::stoll(r.out));
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.text("SELECT queue" + where) == "mail");
+  BOOST_TEST(s.scalar("SELECT priority" + where) == -3);
+  BOOST_TEST(s.scalar("SELECT max_attempts" + where) == 5);
+  BOOST_TEST(s.text("SELECT state" + where) == "scheduled");
+  BOOST_TEST(s.check("SELECT run_at - created_at = interval '60 seconds'" + where));
+  // A duration with a unit works as well.
+  auto r2 = aw::test::run_binary("enqueue noop --delay 2m", db.url);
+  BOOST_REQUIRE_EQUAL(r2.exit_code, 0);
+  auto where2 = " FROM jobs WHERE id = " + std::to_string(std::stoll(r2.out));
+  BOOST_TEST(s.check("SELECT run_at - created_at = interval '2 minutes'" + where2));
+  BOOST_TEST(s.check("SELECT args = '{}'::jsonb" + where2));
+}
+
+BOOST_AUTO_TEST_CASE(enqueue_with_invalid_args_json_exits_2_with_a_message) {
+  aw::test::fresh_database db;
+  auto r = aw::test::run_binary("enqueue noop '{bad'", db.url);
+  BOOST_TEST_MESSAGE("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.out.empty());
+  BOOST_TEST(contains(r.err, "ARGS_JSON for kind 'noop' is not valid JSON"));
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
+  aw::test::fresh_database db;
+  aw::insert_options opts;
+  opts.tags = {"t1"};
+  opts.metadata = {{"m", true}};
+  auto id = enqueue_one(db, "noop", {{"x", 7}}, opts);
+  auto r = aw::test::run_binary("jobs show " + std::to_string(id) + " --json",
+                                db.url);
+  BOOST_TEST_MESSAGE("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  auto row = nlohmann::json::parse(r.out);
+  BOOST_REQUIRE(row.is_object());
+  aw::test::db_session s{db.url};
+  BOOST_TEST(keys_of(row) == s.columns_of("jobs"));
+  BOOST_TEST(row["id"] == id);
+  BOOST_TEST(row["kind"] == "noop");
+  BOOST_TEST(row["args"] == (nlohmann::json{{"x", 7}}));
+  BOOST_TEST(row["state"] == "available");
+  BOOST_TEST(row["tags"] == (nlohmann::json{"t1"}));
+  BOOST_TEST(row["metadata"] == (nlohmann::json{{"m", true}}));
+  BOOST_TEST(row["max_attempts"].is_null());
+  // --json is one line.
+  BOOST_TEST(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+}
+
+BOOST_AUTO_TEST_CASE(jobs_show_of_a_missing_id_exits_1_with_a_clear_message) {
+  aw::test::fresh_database db;
+  auto r = aw::test::run_binary("jobs show 424242 --json", db.url);
+  BOOST_TEST_MESSAGE("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.out.empty());
+  BOOST_TEST(contains(r.err, "job 424242 not found"));
+}
+
+BOOST_AUTO_TEST_CASE(dlq_list_json_prints_dead_letter_rows_newest_first) {
+  aw::test::fresh_database db;
+  auto first = enqueue_one(db, "fail", {{"n", 1}});
+  auto second = enqueue_one(db, "fail", {{"n", 2}});
+  {
+    // Dead-letter both the way a worker does, one after the other.
+    aw::storage::job_store_options opts;
+    opts.url = db.url;
+    opts.worker_id = "cli-test";
+    aw::storage::job_store store{opts};
+    BOOST_REQUIRE_EQUAL(store.claim("default", 2).size(), 2u);
+    store.finish({{first, aw::outcome_kind::terminal_failure, "first failure"}});
+    store.finish({{second, aw::outcome_kind::terminal_failure, "second failure"}});
+  }
+  auto r = aw::test::run_binary("dlq list --json", db.url);
+  BOOST_TEST_MESSAGE("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  auto rows = nlohmann::json::parse(r.out);
+  BOOST_REQUIRE(rows.is_array());
+  BOOST_REQUIRE_EQUAL(rows.size(), 2u);
+  aw::test::db_session s{db.url};
+  auto columns = s.columns_of("dead_letter_jobs");
+  for (auto& row : rows)
+    BOOST_TEST(keys_of(row) == columns);
+  BOOST_TEST(rows[0]["original_job_id"] == second);
+  BOOST_TEST(rows[0]["last_error_message"] == "second failure");
+  BOOST_TEST(rows[1]["original_job_id"] == first);
+  BOOST_TEST(rows[1]["args"] == (nlohmann::json{{"n", 1}}));
+  BOOST_TEST(rows[1]["kind"] == "fail");
+  BOOST_TEST(rows[1]["error_count"] == 1);
+  // A queue filter that matches nothing gives an empty array.
+  auto none = aw::test::run_binary("dlq list --json --queue other", db.url);
+  BOOST_REQUIRE_EQUAL(none.exit_code, 0);
+  BOOST_TEST(nlohmann::json::parse(none.out) == nlohmann::json::array());
+  // jobs show points at the dead letter queue for a dead-lettered job.
+  auto show = aw::test::run_binary("jobs show " + std::to_string(first), db.url);
+  BOOST_TEST(show.exit_code == 1);
+  BOOST_TEST(contains(show.err, "dead letter queue"));
+}
+
+BOOST_AUTO_TEST_CASE(invalid_config_exits_2_naming_file_line_and_key) {
+  aw::test::fresh_database db;
+  struct bad_config {
+    const char* what;
+    std::string toml;
+    std::string location; // "FILE" + this
+    std::string complaint;
+  };
+  const std::vector<bad_config> cases{
+    {"unknown key", "[worker]\nnode = \"n1\"\nbogus = 1\n",
+     ":3: key 'worker.bogus'", "unknown key"},
+    {"wrong type", "[database]\npool_size = 2\n\n[worker]\nmax_retries = \"ten\"\n",
+     ":5: key 'worker.max_retries'", "expected an integer"},
+    {"bad duration", "[worker]\npoll_interval = \"5 parsecs\"\n",
+     ":2: key 'worker.poll_interval'", "invalid duration \"5 parsecs\""},
+  };
+  for (auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.what) {
+      temp_file file{c.toml};
+      // `run` would not return with a valid config: bounded, to be safe.
+      auto r = run_bounded({"run", "--config", file.path}, db.url);
+      BOOST_TEST_MESSAGE("stderr: " << r.err);
+      BOOST_TEST(r.exit_code == 2);
+      BOOST_TEST(contains(r.err, file.path + c.location));
+      BOOST_TEST(contains(r.err, c.complaint));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(run_against_a_schema_missing_a_column_exits_naming_it) {
+  aw::test::fresh_database db;
+  db.exec("ALTER TABLE dead_letter_jobs DROP COLUMN tags");
+  auto r = run_bounded({"run"}, db.url);
+  BOOST_TEST_MESSAGE("stderr: " << r.err);
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(contains(r.err, "table dead_letter_jobs is missing column tags"));
+  BOOST_TEST(contains(r.err, "actor-worker migrate"));
+}
+
+BOOST_AUTO_TEST_CASE(run_processes_jobs_and_exits_0_on_sigterm) {
+  aw::test::fresh_database db;
+  auto id = enqueue_one(db, "noop", {});
+  aw::test::db_session s{db.url};
+  background_process worker{{"run"}, db.url};
+  // It works: the job completes.
+  BOOST_REQUIRE_MESSAGE(
+    aw::test::wait_until(
+      [&] {
+        return !worker.running()
+               || s.text("SELECT state FROM jobs WHERE id = "
+                         + std::to_string(id))
+                    == "completed";
+      },
+      60s)
+      && worker.running(),
+    "the worker did not complete the job; stderr: " << worker.err());
+  worker.signal(SIGTERM);
+  auto code = worker.wait_exit(30s);
+  BOOST_TEST_MESSAGE("stderr: " << worker.err());
+  BOOST_REQUIRE_MESSAGE(code.has_value(), "still running 30 s after SIGTERM");
+  BOOST_TEST(*code == 0);
+  BOOST_TEST(contains(worker.err(), "received SIGTERM, shutting down gracefully"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,112 @@
+// aw::storage::migrate against a real database: first run, re-run,
+// concurrent runs, and a schema newer than the binary.
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pg_fixture.hpp"
+#include "pg_helpers.hpp"
+#include "storage/migrations.hpp"
+
+using aw::test::contains;
+
+namespace {
+
+int64_t migration_count() {
+  return static_cast<int64_t>(aw::storage::embedded_migrations().size());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(migrate_test)
+
+BOOST_AUTO_TEST_CASE(first_run_applies_every_migration_in_order) {
+  aw::test::fresh_database db{false};
+  BOOST_TEST(aw::storage::current_schema_version(db.url) == 0);
+  auto report = aw::storage::migrate(db.url);
+  BOOST_TEST(report.from_version == 0);
+  BOOST_TEST(report.to_version == aw::storage::latest_migration_version());
+  std::vector<std::string> names;
+  for (auto& m : aw::storage::embedded_migrations())
+    names.push_back(m.name);
+  BOOST_TEST(report.applied == names);
+  BOOST_TEST(aw::storage::current_schema_version(db.url)
+             == aw::storage::latest_migration_version());
+  BOOST_TEST(db.scalar("SELECT count(*) FROM actor_worker_migrations")
+             == migration_count());
+  // The tables exist.
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(rerun_is_a_no_op) {
+  aw::test::fresh_database db; // migrated once already
+  db.exec("INSERT INTO jobs (kind) VALUES ('noop')");
+  auto before = db.scalar("SELECT count(*) FROM actor_worker_migrations");
+  auto report = aw::storage::migrate(db.url);
+  BOOST_TEST(report.applied.empty());
+  BOOST_TEST(report.from_version == aw::storage::latest_migration_version());
+  BOOST_TEST(report.to_version == report.from_version);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM actor_worker_migrations") == before);
+  // Data survives.
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_migrations_both_succeed_and_record_each_version_once) {
+  aw::test::fresh_database db{false};
+  std::atomic<int> ready{0};
+  aw::storage::migrate_report reports[2];
+  std::string errors[2];
+  auto run = [&](int i) {
+    ++ready;
+    while (ready.load() < 2)
+      std::this_thread::yield();
+    try {
+      reports[i] = aw::storage::migrate(db.url);
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  };
+  std::thread a{run, 0};
+  std::thread b{run, 1};
+  a.join();
+  b.join();
+  BOOST_TEST(errors[0] == "");
+  BOOST_TEST(errors[1] == "");
+  // One applied everything, the other found nothing left to do.
+  auto applied = reports[0].applied.size() + reports[1].applied.size();
+  BOOST_TEST(applied == static_cast<size_t>(migration_count()));
+  BOOST_TEST((reports[0].applied.empty() || reports[1].applied.empty()));
+  for (auto& r : reports)
+    BOOST_TEST(r.to_version == aw::storage::latest_migration_version());
+  BOOST_TEST(db.scalar("SELECT count(*) FROM actor_worker_migrations")
+             == migration_count());
+  BOOST_TEST(db.scalar("SELECT count(*) FROM (SELECT version FROM "
+                       "actor_worker_migrations GROUP BY version "
+                       "HAVING count(*) > 1) AS dup")
+             == 0);
+}
+
+BOOST_AUTO_TEST_CASE(database_newer_than_the_binary_is_refused) {
+  aw::test::fresh_database db;
+  auto newer = aw::storage::latest_migration_version() + 1;
+  db.exec("INSERT INTO actor_worker_migrations (version, name) VALUES ("
+          + std::to_string(newer) + ", 'from_the_future')");
+  BOOST_CHECK_EXCEPTION(aw::storage::migrate(db.url),
+                        aw::storage::schema_error,
+                        [&](const aw::storage::schema_error& e) {
+                          BOOST_TEST_MESSAGE("message: " << e.what());
+                          return contains(e.what(), "newer")
+                                 && contains(e.what(), std::to_string(newer));
+                        });
+  // Nothing was touched.
+  BOOST_TEST(aw::storage::current_schema_version(db.url) == newer);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM actor_worker_migrations")
+             == migration_count() + 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
