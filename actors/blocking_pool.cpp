@@ -12,21 +12,26 @@ struct blocking_pool::shared {
   std::shared_ptr<const registry> reg;
   std::mutex mtx;
   std::condition_variable cv;
-  std::deque<std::pair<claimed_job, completion>> queue;
+  struct item {
+    claimed_job job;
+    cancellation_token cancel;
+    completion done;
+  };
+  std::deque<item> queue;
   bool stopping = false;
 
   void work() {
     for (;;) {
-      std::pair<claimed_job, completion> item;
+      item next;
       {
         std::unique_lock<std::mutex> guard{mtx};
         cv.wait(guard, [this] { return stopping || !queue.empty(); });
         if (stopping)
           return;
-        item = std::move(queue.front());
+        next = std::move(queue.front());
         queue.pop_front();
       }
-      item.second(reg->run(item.first));
+      next.done(reg->run(next.job, next.cancel));
     }
   }
 };
@@ -48,10 +53,11 @@ blocking_pool::~blocking_pool() {
   shared_->cv.notify_all();
 }
 
-void blocking_pool::dispatch(claimed_job job, completion done) {
+void blocking_pool::dispatch(claimed_job job, cancellation_token cancel,
+                             completion done) {
   {
     std::lock_guard<std::mutex> guard{shared_->mtx};
-    shared_->queue.emplace_back(std::move(job), std::move(done));
+    shared_->queue.push_back({std::move(job), std::move(cancel), std::move(done)});
   }
   shared_->cv.notify_one();
 }

@@ -23,7 +23,8 @@ public:
   /// waits for a handler that ignores it.
   ~blocking_pool() override;
 
-  void dispatch(claimed_job job, completion done) override;
+  void dispatch(claimed_job job, cancellation_token cancel,
+                completion done) override;
 
   size_t threads() const {
     return threads_;

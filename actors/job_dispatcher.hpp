@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "app/cancellation.hpp"
 #include "messages/job.hpp"
 
 namespace aw {
@@ -16,8 +17,9 @@ public:
   virtual ~job_dispatcher() = default;
 
   /// Runs `job` eventually and calls `done` exactly once with its outcome,
-  /// from any thread.
-  virtual void dispatch(claimed_job job, completion done) = 0;
+  /// from any thread. The handler sees `cancel` as ctx.cancel.
+  virtual void dispatch(claimed_job job, cancellation_token cancel,
+                        completion done) = 0;
 };
 
 } // namespace aw

@@ -22,11 +22,14 @@ void finish_drain(poller_pointer self) {
     return;
   std::vector<int64_t> ids = std::move(st.unstarted);
   st.unstarted.clear();
-  for (auto& [id, exec] : st.running) {
-    ids.push_back(id);
-    self->send_exit(exec, caf::exit_reason::user_shutdown);
+  for (auto& [id, job] : st.running) {
+    // A job that is no longer ours is left for reclaim (charged then).
+    if (st.lost.count(id) == 0)
+      ids.push_back(id);
+    self->send_exit(job.executor, caf::exit_reason::user_shutdown);
   }
   st.running.clear();
+  st.lost.clear();
   if (ids.empty()) {
     st.drain_pending = false;
     st.drain_promise.deliver(int64_t{0});
@@ -63,7 +66,35 @@ void start_executor(poller_pointer self, claimed_job job) {
     = cfg.completers[static_cast<size_t>(id) % cfg.completers.size()];
   auto exec = self->spawn(executor_behavior, std::move(job), cfg.dispatcher,
                           completer, poller_actor{self});
-  self->state.running.emplace(id, std::move(exec));
+  self->state.running.emplace(id, running_job{std::move(exec),
+                                              self->clock().now()});
+}
+
+/// Asks the gate for a permit (once) when this poller has none.
+void want_permit(poller_pointer self) {
+  auto& st = self->state;
+  if (!st.cfg.gate || st.has_permit || st.permit_requested || st.draining)
+    return;
+  st.permit_requested = true;
+  self->send(st.cfg.gate, permit_atom::value, poller_actor{self});
+}
+
+/// Gives the permit back: this poller found work and need not poll idly.
+void give_back_permit(poller_pointer self) {
+  auto& st = self->state;
+  if (!st.cfg.gate || !st.has_permit)
+    return;
+  st.has_permit = false;
+  self->send(st.cfg.gate, giveback_atom::value, poller_actor{self});
+}
+
+/// Arms the idle poll timer, if this poller may poll idly.
+void arm_idle_timer(poller_pointer self) {
+  auto& st = self->state;
+  if (st.has_permit)
+    arm_timer(self, st.cfg.poll_interval);
+  else
+    ++st.timer_generation; // parked: only a wake-up or a permit claims
 }
 
 void try_claim(poller_pointer self) {
@@ -76,7 +107,8 @@ void try_claim(poller_pointer self) {
   st.claim_in_flight = true;
   ++st.claims;
   self->request(st.cfg.claimer, caf::infinite, claim_atom::value, st.cfg.queue,
-                int32_t{limit})
+                int32_t{limit},
+                static_cast<int64_t>(st.cfg.default_deadline.count()))
     .then(
       [self, limit](std::vector<claimed_job>& jobs) {
         auto& st = self->state;
@@ -97,9 +129,14 @@ void try_claim(poller_pointer self) {
         }
         // A full batch means more jobs are probably due right now.
         st.maybe_more = static_cast<int>(jobs.size()) >= limit;
-        for (auto& job : jobs)
-          start_executor(self, std::move(job));
-        arm_timer(self, st.cfg.poll_interval);
+        if (jobs.empty()) {
+          want_permit(self);
+        } else {
+          give_back_permit(self);
+          for (auto& job : jobs)
+            start_executor(self, std::move(job));
+        }
+        arm_idle_timer(self);
         if (st.maybe_more && st.free_slots() > 0)
           try_claim(self);
       },
@@ -136,12 +173,18 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
   if (cfg.completers.empty())
     cfg.completers.push_back(cfg.claimer);
   self->state.cfg = std::move(cfg);
+  // Behind a gate a poller starts parked and asks for a permit; only permit
+  // holders poll on the idle interval.
+  self->state.has_permit = !self->state.cfg.gate;
   self->attach_functor([self] {
     spdlog::debug("poller[{}]: stopped after {} claim(s), {} job(s)",
                   self->state.cfg.queue, self->state.claims,
                   self->state.claimed);
   });
-  schedule_claim(self);
+  if (self->state.has_permit)
+    schedule_claim(self);
+  else
+    want_permit(self);
   self->delayed_send(self, self->state.cfg.report_interval, report_atom::value);
   return {
     [self](wake_atom) {
@@ -151,6 +194,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
     [self](done_atom, int64_t id, outcome_kind kind, finish_result result) {
       auto& st = self->state;
       st.running.erase(id);
+      st.lost.erase(id);
       if (result == finish_result::stale)
         ++st.stale;
       else if (kind == outcome_kind::completed)
@@ -166,12 +210,15 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       auto& st = self->state;
       if (gen != st.timer_generation || st.draining)
         return;
+      bool backoff_retry = st.in_backoff;
       st.in_backoff = false;
+      if (!st.has_permit && !backoff_retry)
+        return; // parked behind the idle poll gate
       st.maybe_more = true;
       try_claim(self);
       // Nothing to claim now (all slots busy): look again next interval.
       if (!st.claim_in_flight && !st.in_backoff)
-        arm_timer(self, st.cfg.poll_interval);
+        arm_idle_timer(self);
     },
     [self](claim_atom) {
       self->state.claim_queued = false;
@@ -184,6 +231,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
                                                 + "]: already draining");
       st.draining = true;
       ++st.timer_generation; // idle and backoff timers are void now
+      give_back_permit(self);
       st.drain_promise = self->make_response_promise<int64_t>();
       st.drain_pending = true;
       auto promise = st.drain_promise;
@@ -206,6 +254,48 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       st.completed = st.failed = st.stale = 0;
       if (!st.draining)
         self->delayed_send(self, st.cfg.report_interval, report_atom::value);
+    },
+    [self](running_atom)
+      -> std::tuple<std::vector<int64_t>, std::vector<int64_t>> {
+      auto& st = self->state;
+      std::vector<int64_t> ids;
+      std::vector<int64_t> claimed_at;
+      for (auto& [id, job] : st.running) {
+        if (st.lost.count(id) != 0)
+          continue;
+        ids.push_back(id);
+        claimed_at.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               job.claimed_at.time_since_epoch())
+                               .count());
+      }
+      return {std::move(ids), std::move(claimed_at)};
+    },
+    [self](lost_atom, const std::vector<int64_t>& ids,
+           const std::string& reason) {
+      auto& st = self->state;
+      for (auto id : ids) {
+        auto i = st.running.find(id);
+        if (i == st.running.end() || !st.lost.insert(id).second)
+          continue;
+        spdlog::warn("poller[{}]: job {} is no longer ours, cancelling it: {}",
+                     st.cfg.queue, id, reason);
+        self->send(i->second.executor, cancel_atom::value, reason);
+      }
+    },
+    [self](permit_atom) {
+      auto& st = self->state;
+      st.permit_requested = false;
+      if (st.draining) {
+        st.has_permit = true;
+        give_back_permit(self);
+        return;
+      }
+      st.has_permit = true;
+      // Our turn to poll idly: look now, then every interval.
+      st.maybe_more = true;
+      try_claim(self);
+      if (!st.claim_in_flight && !st.in_backoff)
+        arm_idle_timer(self);
     },
     [self](drained_atom) {
       self->state.drain_budget_spent = true;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <caf/stateful_actor.hpp>
@@ -41,6 +42,18 @@ struct poller_config {
   std::vector<storage_actor> completers;
   /// Runs the handlers.
   std::shared_ptr<job_dispatcher> dispatcher;
+  /// Deadline of runs whose job has none of its own; 0 = none.
+  std::chrono::milliseconds default_deadline{0};
+  /// The idle poll gate, if the process has one: then this poller polls on
+  /// the idle interval only while it holds a permit.
+  poll_gate_actor gate;
+};
+
+/// A job this poller started.
+struct running_job {
+  executor_actor executor;
+  /// When it was claimed (actor clock): the lease is at least this fresh.
+  caf::actor_clock::time_point claimed_at;
 };
 
 struct poller_state {
@@ -48,7 +61,14 @@ struct poller_state {
 
   poller_config cfg;
   /// The executor of each running job.
-  std::unordered_map<int64_t, executor_actor> running;
+  std::unordered_map<int64_t, running_job> running;
+  /// Running jobs that are no longer ours (lease lost or abandoned): never
+  /// released, their outcome never recorded.
+  std::unordered_set<int64_t> lost;
+  /// Holds an idle poll permit (always true without a gate).
+  bool has_permit = true;
+  /// Asked the gate for a permit and waits for it.
+  bool permit_requested = false;
   /// A claim request is waiting for its reply.
   bool claim_in_flight = false;
   /// A claim_atom is on its way through the mailbox.

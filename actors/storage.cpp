@@ -123,10 +123,20 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
                    self->state.pending.size());
   });
   return {
-    [self](claim_atom, const std::string& queue,
-           int32_t limit) -> caf::result<std::vector<claimed_job>> {
+    [self](claim_atom, const std::string& queue, int32_t limit,
+           int64_t default_deadline_ms) -> caf::result<std::vector<claimed_job>> {
       return guarded(self, "claiming jobs", [&] {
-        return self->state.store->claim(queue, limit);
+        return self->state.store->claim(queue, limit, default_deadline_ms);
+      });
+    },
+    [self](heartbeat_atom, const std::vector<int64_t>& ids)
+      -> caf::result<std::vector<int64_t>> {
+      return guarded(self, "refreshing leases",
+                     [&] { return self->state.store->heartbeat(ids); });
+    },
+    [self](rescue_atom) -> caf::result<std::vector<rescued_job>> {
+      return guarded(self, "rescuing expired jobs", [&] {
+        return self->state.store->rescue(defaults::rescue_batch);
       });
     },
     [self](finish_atom, job_outcome& outcome) -> caf::result<finish_result> {

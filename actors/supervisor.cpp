@@ -5,7 +5,9 @@
 #include <caf/exit_reason.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/lease_keeper.hpp"
 #include "actors/listener.hpp"
+#include "actors/poll_gate.hpp"
 #include "actors/maintenance.hpp"
 #include "actors/poller.hpp"
 #include "actors/storage.hpp"
@@ -21,6 +23,8 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   opts.worker_id = cfg.worker_id;
   opts.max_retries = cfg.config.worker.max_retries;
   opts.completed_retention = cfg.config.worker.completed_retention;
+  opts.reclaim_window = cfg.config.worker.reclaim_window;
+  opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
   return opts;
 }
 
@@ -34,6 +38,8 @@ void spawn_poller(supervisor_pointer self, const queue_config& q) {
   pc.claimer = st.claimer;
   pc.completers = st.completers;
   pc.dispatcher = st.cfg.dispatcher;
+  pc.default_deadline = q.deadline;
+  pc.gate = st.gate;
   auto p = self->spawn<caf::linked>(poller_behavior, std::move(pc));
   st.pollers[q.name] = p;
 }
@@ -50,13 +56,34 @@ void spawn_maintenance(supervisor_pointer self) {
     maintenance_behavior, st.claimer, st.cfg.config.worker.maintenance_interval);
 }
 
+/// Tells the lease keeper which pollers' jobs to keep alive.
+void announce_pollers(supervisor_pointer self) {
+  auto& st = self->state;
+  std::vector<poller_actor> pollers;
+  for (auto& [queue, p] : st.pollers)
+    pollers.push_back(p);
+  self->send(st.lease_keeper, pollers_atom::value, std::move(pollers));
+}
+
+void spawn_lease_keeper(supervisor_pointer self) {
+  auto& st = self->state;
+  lease_keeper_config lc{st.cfg.config.worker.heartbeat_interval,
+                         st.cfg.config.worker.reclaim_window, st.claimer};
+  st.lease_keeper = self->spawn<caf::linked>(lease_keeper_behavior, lc);
+  announce_pollers(self);
+}
+
 void start_components(supervisor_pointer self) {
   auto& st = self->state;
   st.started = true;
+  if (st.cfg.config.worker.idle_poll_permits > 0)
+    st.gate = self->spawn<caf::linked>(poll_gate_behavior,
+                                       st.cfg.config.worker.idle_poll_permits);
   for (auto& q : st.cfg.config.queues)
     spawn_poller(self, q);
   spawn_listener(self);
   spawn_maintenance(self);
+  spawn_lease_keeper(self);
   spdlog::info("worker {} running: {} queue(s), {} connection(s) for jobs",
                st.cfg.worker_id, st.cfg.config.queues.size(),
                1 + st.completers.size());
@@ -72,6 +99,10 @@ std::string component_of(supervisor_pointer self, const caf::actor_addr& a) {
     return "listener";
   if (a == st.maintenance.address())
     return "maintenance";
+  if (a == st.lease_keeper.address())
+    return "lease_keeper";
+  if (a == st.gate.address())
+    return "gate";
   if (a == st.claimer.address())
     return "storage";
   for (auto& c : st.completers)
@@ -161,10 +192,17 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
         spawn_listener(self);
       else if (which == "maintenance")
         spawn_maintenance(self);
-      else if (which.rfind("poller:", 0) == 0)
+      else if (which == "lease_keeper")
+        spawn_lease_keeper(self);
+      else if (which == "gate") {
+        // Pollers hold the old gate's handle: a gate crash ends the node.
+        self->quit(make_error(ec::internal, "the idle poll gate failed"));
+      } else if (which.rfind("poller:", 0) == 0) {
         for (auto& q : st.cfg.config.queues)
           if ("poller:" + q.name == which)
             spawn_poller(self, q);
+        announce_pollers(self);
+      }
     },
     [self](wake_atom, const std::string& queue) {
       auto& st = self->state;
@@ -184,6 +222,9 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
       auto released = std::make_shared<int64_t>(0);
       auto finish = [self, promise, released]() mutable {
         auto& st = self->state;
+        // Drained: no running job is left to heartbeat.
+        if (st.lease_keeper)
+          self->send_exit(st.lease_keeper, caf::exit_reason::user_shutdown);
         auto flushes = std::make_shared<size_t>(st.completers.size());
         for (auto& c : st.completers)
           self->request(c, caf::infinite, release_atom::value,

@@ -42,6 +42,9 @@ struct supervisor_state {
   std::map<std::string, poller_actor> pollers;
   listener_actor listener;
   maintenance_actor maintenance;
+  lease_keeper_actor lease_keeper;
+  /// Only with worker.idle_poll_permits > 0.
+  poll_gate_actor gate;
   /// Backoff of the schema check while the database is unreachable.
   backoff check_backoff;
   /// Backoff of component restarts.

@@ -40,8 +40,10 @@ void from_json(const nlohmann::json& j, fail_args& a) {
 
 void register_builtin_kinds(registry& reg) {
   reg.add_raw("noop", [](const nlohmann::json&, const job_context&) {});
-  reg.add<sleep_args>("sleep", [](const sleep_args& a, const job_context&) {
-    std::this_thread::sleep_for(std::chrono::milliseconds{a.ms});
+  reg.add<sleep_args>("sleep", [](const sleep_args& a, const job_context& ctx) {
+    // Honours cancellation at once (deadline, lost lease, shutdown).
+    if (!ctx.cancel.sleep_for(std::chrono::milliseconds{a.ms}))
+      throw std::runtime_error("sleep cancelled: " + ctx.cancel.reason());
   });
   reg.add<fail_args>("fail", [](const fail_args& a, const job_context& ctx) {
     if (a.times && ctx.error_count >= *a.times)

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/cancellation.hpp"
+
 namespace aw {
 
 /// The job being run, as its handler sees it.
@@ -23,6 +25,11 @@ struct job_context {
   int error_count = 0;
   /// The job's metadata column as JSON text.
   std::string metadata;
+  /// Cancelled when the run must stop: deadline exceeded, lease lost, or
+  /// abandoned by the watchdog. Long handlers check it or sleep through it
+  /// (`ctx.cancel.sleep_for(...)`); whatever they return after it fired
+  /// is not recorded as a success.
+  cancellation_token cancel;
 };
 
 /// Thrown by a handler: the job failed for good and must not be retried.

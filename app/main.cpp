@@ -122,6 +122,7 @@ struct enqueue_options {
   int priority = 0;
   int max_attempts = 0;
   std::string delay;
+  std::string deadline;
 };
 
 int enqueue(const aw::runtime_config& cfg, const enqueue_options& o) {
@@ -144,6 +145,14 @@ int enqueue(const aw::runtime_config& cfg, const enqueue_options& o) {
       opts.delay = aw::parse_duration(bare ? o.delay + "s" : o.delay);
     } catch (const std::invalid_argument& e) {
       throw usage_error(std::string{"--delay: "} + e.what());
+    }
+  }
+  if (!o.deadline.empty()) {
+    try {
+      bool bare = o.deadline.find_first_not_of("0123456789.") == std::string::npos;
+      opts.deadline = aw::parse_duration(bare ? o.deadline + "s" : o.deadline);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(std::string{"--deadline: "} + e.what());
     }
   }
   pqxx::connection conn{cfg.database.url};
@@ -241,6 +250,9 @@ int main(int argc, char** argv) {
     ->check(CLI::PositiveNumber);
   enqueue_cmd->add_option("--delay", enq.delay,
                           "run after SECONDS (or a duration: 500ms, 2m)");
+  enqueue_cmd->add_option("--deadline", enq.deadline,
+                          "cancel and rescue a run longer than SECONDS (or a "
+                          "duration: 30s, 5m)");
 
   auto* jobs_cmd = app.add_subcommand("jobs", "inspect jobs");
   jobs_cmd->require_subcommand(1);

@@ -60,7 +60,8 @@ terminal_error registry::malformed_args_error(const std::string& kind,
   return terminal_error("malformed args for job kind '" + kind + "': " + why);
 }
 
-job_outcome registry::run(const claimed_job& job) const {
+job_outcome registry::run(const claimed_job& job,
+                          const cancellation_token& cancel) const {
   job_outcome out;
   out.job_id = job.id;
   auto fail = [&](outcome_kind kind, std::string message) {
@@ -80,8 +81,8 @@ job_outcome registry::run(const claimed_job& job) const {
     return fail(outcome_kind::terminal_failure,
                 malformed_args_error(job.kind, e.what()).what());
   }
-  job_context ctx{job.id,      job.kind,        job.queue,
-                  job.attempt, job.error_count, job.metadata};
+  job_context ctx{job.id,          job.kind,     job.queue, job.attempt,
+                  job.error_count, job.metadata, cancel};
   try {
     i->second(args, ctx);
   } catch (const terminal_error& e) {

@@ -52,7 +52,8 @@ public:
   /// Runs the job's handler and maps how it ended to an outcome. Never
   /// throws: an unknown kind and malformed args are terminal failures, a
   /// terminal_error is terminal, any other exception is retryable.
-  job_outcome run(const claimed_job& job) const;
+  job_outcome run(const claimed_job& job,
+                  const cancellation_token& cancel = {}) const;
 
   /// The error a typed handler throws when its args do not parse.
   static terminal_error malformed_args_error(const std::string& kind,

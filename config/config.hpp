@@ -27,6 +27,8 @@ struct queue_config {
   std::string name = defaults::queue;
   /// Jobs of this queue running at once on this node (>= 1).
   int concurrency = defaults::concurrency;
+  /// Deadline of a run of a job that has none of its own; 0 = none.
+  std::chrono::milliseconds deadline{0};
 };
 
 /// [worker]
@@ -43,6 +45,14 @@ struct worker_config {
   std::chrono::milliseconds completed_retention = defaults::completed_retention;
   /// How often expired completed rows are deleted.
   std::chrono::milliseconds maintenance_interval = defaults::maintenance_interval;
+  /// How often the leases of running jobs are refreshed (and expired ones
+  /// rescued).
+  std::chrono::milliseconds heartbeat_interval = defaults::heartbeat_interval;
+  /// A lease older than this is rescued; at least 3 x heartbeat_interval.
+  std::chrono::milliseconds reclaim_window = defaults::reclaim_window;
+  /// How many of this process's pollers poll on the idle interval; the
+  /// others wait for a wake-up or a permit. 0 = no gate.
+  int idle_poll_permits = defaults::idle_poll_permits;
 };
 
 /// A whole node's configuration.

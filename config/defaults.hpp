@@ -35,6 +35,25 @@ constexpr std::chrono::milliseconds maintenance_interval = 30s;
 /// on a huge set.
 constexpr int cleanup_batch = 10000;
 
+/// How often a node refreshes the leases of its running jobs (the spec's
+/// default), and rescues expired ones cluster-wide.
+constexpr std::chrono::milliseconds heartbeat_interval = 30s;
+
+/// A running job whose lease is older than this is rescued: four missed
+/// heartbeats, so one slow statement never costs a job its lease.
+constexpr std::chrono::milliseconds reclaim_window = 120s;
+
+/// The reclaim window must be at least this many heartbeat intervals: the
+/// watchdog abandons a job one interval before the window closes, and one
+/// more interval is margin for a slow heartbeat.
+constexpr int min_heartbeats_per_window = 3;
+
+/// Jobs rescued per statement.
+constexpr int rescue_batch = 1000;
+
+/// 0: no idle poll gate; every poller polls on its idle interval.
+constexpr int idle_poll_permits = 0;
+
 /// Jobs of one queue running at once on one node.
 constexpr int concurrency = 10;
 

@@ -173,6 +173,20 @@ void runtime_config::validate() {
     throw config_error("worker.shutdown_drain must not be negative");
   if (worker.maintenance_interval.count() <= 0)
     throw config_error("worker.maintenance_interval must be greater than 0");
+  if (worker.heartbeat_interval.count() <= 0)
+    throw config_error("worker.heartbeat_interval must be greater than 0");
+  if (worker.reclaim_window
+      < worker.heartbeat_interval * defaults::min_heartbeats_per_window)
+    throw config_error(
+      "worker.reclaim_window (" + format_duration(worker.reclaim_window)
+      + ") must be at least "
+      + std::to_string(defaults::min_heartbeats_per_window)
+      + " x worker.heartbeat_interval ("
+      + format_duration(worker.heartbeat_interval)
+      + "), so a lease survives a slow heartbeat and the watchdog can "
+        "abandon a job before another worker reclaims it");
+  if (worker.idle_poll_permits < 0)
+    throw config_error("worker.idle_poll_permits must not be negative");
   if (queues.empty())
     queues.push_back(queue_config{});
   std::set<std::string> seen;
@@ -184,6 +198,8 @@ void runtime_config::validate() {
     if (q.concurrency < 1)
       throw config_error("queues." + q.name
                          + ".concurrency must be at least 1");
+    if (q.deadline.count() < 0)
+      throw config_error("queues." + q.name + ".deadline must not be negative");
   }
 }
 
@@ -210,7 +226,9 @@ runtime_config parse_config(const std::string& toml_text,
     const std::string p = "worker.";
     reject_unknown(source, *w, p,
                    {"node", "poll_interval", "max_retries", "shutdown_drain",
-                    "completed_retention", "maintenance_interval"});
+                    "completed_retention", "maintenance_interval",
+                    "heartbeat_interval", "reclaim_window",
+                    "idle_poll_permits"});
     read_string(source, *w, p, "node", cfg.worker.node);
     read_duration(source, *w, p, "poll_interval", cfg.worker.poll_interval);
     read_int(source, *w, p, "max_retries", cfg.worker.max_retries, 0, 1000000);
@@ -219,6 +237,11 @@ runtime_config parse_config(const std::string& toml_text,
                   cfg.worker.completed_retention);
     read_duration(source, *w, p, "maintenance_interval",
                   cfg.worker.maintenance_interval);
+    read_duration(source, *w, p, "heartbeat_interval",
+                  cfg.worker.heartbeat_interval);
+    read_duration(source, *w, p, "reclaim_window", cfg.worker.reclaim_window);
+    read_int(source, *w, p, "idle_poll_permits", cfg.worker.idle_poll_permits,
+             0, 100000);
     if (cfg.worker.node.empty())
       throw config_error(where(source, *w, p + "node") + ": must not be empty");
     if (cfg.worker.poll_interval.count() <= 0)
@@ -233,10 +256,11 @@ runtime_config parse_config(const std::string& toml_text,
         throw config_error(where(source, value, "queues." + name)
                            + ": expected a table ([queues." + name + "])");
       auto& q = *value.as_table();
-      reject_unknown(source, q, p, {"concurrency"});
+      reject_unknown(source, q, p, {"concurrency", "deadline"});
       queue_config qc;
       qc.name = name;
       read_int(source, q, p, "concurrency", qc.concurrency, 1, 100000);
+      read_duration(source, q, p, "deadline", qc.deadline);
       cfg.queues.push_back(std::move(qc));
     }
   }

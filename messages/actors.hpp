@@ -18,8 +18,9 @@ namespace aw {
 /// Owns one database connection; the only actor that runs SQL. Runs
 /// detached: libpqxx blocks, CAF's cooperative workers must not.
 using storage_actor = caf::typed_actor<
-  // Claims up to `limit` due jobs of `queue` in one statement.
-  caf::replies_to<claim_atom, std::string, int32_t>::with<std::vector<claimed_job>>,
+  // Claims up to `limit` due jobs of `queue` in one statement; jobs without
+  // a deadline of their own get the queue's default (ms, 0 = none).
+  caf::replies_to<claim_atom, std::string, int32_t, int64_t>::with<std::vector<claimed_job>>,
   // Records an outcome. Outcomes are buffered and committed in batches; the
   // reply comes after the commit.
   caf::replies_to<finish_atom, job_outcome>::with<finish_result>,
@@ -30,6 +31,12 @@ using storage_actor = caf::typed_actor<
   caf::replies_to<cleanup_atom>::with<int64_t>,
   // Verifies every table and column the runtime's queries use.
   caf::replies_to<check_atom>::with<bool>,
+  // Refreshes the leases of these running jobs in one statement; replies
+  // with the ids still ours (the rest were reclaimed, released or gone).
+  caf::replies_to<heartbeat_atom, std::vector<int64_t>>::with<std::vector<int64_t>>,
+  // Rescues, cluster-wide, running jobs whose lease is older than the
+  // reclaim window or whose deadline passed; safe on many nodes at once.
+  caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>,
   // internal: commit the buffered outcomes.
   caf::reacts_to<flush_atom>>;
 
@@ -51,13 +58,44 @@ using poller_actor = caf::typed_actor<
   // internal: the drain budget ran out.
   caf::reacts_to<drained_atom>,
   // internal: log what happened since the last report.
-  caf::reacts_to<report_atom>>;
+  caf::reacts_to<report_atom>,
+  // The running jobs and when each was claimed (actor clock, ns since its
+  // epoch), for heartbeats and the watchdog.
+  caf::replies_to<running_atom>::with<std::vector<int64_t>, std::vector<int64_t>>,
+  // These jobs are no longer ours (`reason` says why): cancel them, record
+  // no outcome, and never release them.
+  caf::reacts_to<lost_atom, std::vector<int64_t>, std::string>,
+  // The idle poll gate granted a permit: poll on the idle interval.
+  caf::reacts_to<permit_atom>>;
 
 /// Runs one job: hands it to the blocking pool, reports the outcome to
 /// storage, then tells its poller the slot is free.
 using executor_actor = caf::typed_actor<
   // The handler returned (sent from a pool thread).
-  caf::reacts_to<outcome_atom, job_outcome>>;
+  caf::reacts_to<outcome_atom, job_outcome>,
+  // The job is no longer ours: cancel the handler, record nothing.
+  caf::reacts_to<cancel_atom, std::string>,
+  // internal: the run's deadline passed.
+  caf::reacts_to<deadline_atom>>;
+
+/// Keeps this node's leases alive and rescues expired ones cluster-wide.
+/// Every heartbeat_interval it refreshes all running jobs of the node in
+/// one statement, tells pollers about jobs that are no longer ours, and
+/// abandons jobs whose lease it could not refresh before the reclaim window
+/// closes (the watchdog), so two workers never both believe they own a job.
+using lease_keeper_actor = caf::typed_actor<
+  // internal: heartbeat, watchdog and rescue round.
+  caf::reacts_to<tick_atom>,
+  // The pollers whose jobs to keep alive (sent after every (re)spawn).
+  caf::reacts_to<pollers_atom, std::vector<poller_actor>>>;
+
+/// Limits how many pollers of a process poll on the idle interval.
+using poll_gate_actor = caf::typed_actor<
+  // A poller asks for a permit; the gate sends `permit_atom` to it when
+  // one is free (at once, or when another poller gives one back).
+  caf::reacts_to<permit_atom, poller_actor>,
+  // A poller gives its permit back (it found work, or stops).
+  caf::reacts_to<giveback_atom, poller_actor>>;
 
 /// Deletes finished jobs past their retention on a timer.
 using maintenance_actor = caf::typed_actor<

@@ -34,6 +34,24 @@ using outcome_atom = caf::atom_constant<caf::atom("outcome")>;
 using listen_atom = caf::atom_constant<caf::atom("listen")>;
 /// Shut the whole runtime down gracefully.
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+/// Refresh the leases of running jobs.
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+/// Rescue jobs whose lease expired or whose deadline passed.
+using rescue_atom = caf::atom_constant<caf::atom("rescue")>;
+/// Which jobs are running here (asked of a poller).
+using running_atom = caf::atom_constant<caf::atom("running")>;
+/// These jobs are no longer ours: stop them, record nothing.
+using lost_atom = caf::atom_constant<caf::atom("lost")>;
+/// Stop a running job cooperatively (cancels its token).
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+/// A job's deadline passed (an executor sends it to itself).
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+/// Ask the idle poll gate for a permit.
+using permit_atom = caf::atom_constant<caf::atom("permit")>;
+/// Give an idle poll permit back.
+using giveback_atom = caf::atom_constant<caf::atom("giveback")>;
+/// The current set of pollers (supervisor -> lease keeper).
+using pollers_atom = caf::atom_constant<caf::atom("pollers")>;
 /// Time to log a summary of recent activity.
 using report_atom = caf::atom_constant<caf::atom("report")>;
 /// Start (or restart) a supervised component.

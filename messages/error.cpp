@@ -27,6 +27,8 @@ const char* to_string(ec code) {
       return "invalid_config";
     case ec::not_found:
       return "not_found";
+    case ec::internal:
+      return "internal";
   }
   return "unknown_error";
 }
@@ -39,6 +41,18 @@ const char* to_string(outcome_kind k) {
       return "retryable failure";
     case outcome_kind::terminal_failure:
       return "terminal failure";
+    case outcome_kind::deadline_exceeded:
+      return "deadline exceeded";
+  }
+  return "?";
+}
+
+const char* to_string(rescue_reason r) {
+  switch (r) {
+    case rescue_reason::stale_heartbeat:
+      return "stale heartbeat";
+    case rescue_reason::deadline_exceeded:
+      return "deadline exceeded";
   }
   return "?";
 }

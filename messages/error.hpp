@@ -32,6 +32,8 @@ enum class ec : uint8_t {
   invalid_config,
   /// A job id or other name given to an admin command does not exist.
   not_found,
+  /// A runtime component failed in a way it cannot recover from (a bug).
+  internal,
 };
 
 /// The category atom under which CAF carries our codes.

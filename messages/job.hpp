@@ -27,12 +27,15 @@ struct claimed_job {
   int32_t max_attempts = 0;
   /// The `metadata` column as JSON text.
   std::string metadata;
+  /// This run's deadline in milliseconds after the claim; 0 for none.
+  int64_t deadline_ms = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_job& x) {
   return f(caf::meta::type_name("claimed_job"), x.id, x.kind, x.queue, x.args,
-           x.priority, x.attempt, x.error_count, x.max_attempts, x.metadata);
+           x.priority, x.attempt, x.error_count, x.max_attempts, x.metadata,
+           x.deadline_ms);
 }
 
 /// How a run ended, as far as storage is concerned.
@@ -46,6 +49,10 @@ enum class outcome_kind : uint8_t {
   /// The handler failed for good (malformed args, unknown kind, or a
   /// terminal error): moved to the dead letter queue at once.
   terminal_failure,
+  /// The run overran its deadline and was cancelled: a rescue, charged and
+  /// rescheduled like a retryable failure (or dead-lettered on its last
+  /// attempt).
+  deadline_exceeded,
 };
 
 /// Renders an outcome kind for logs.
@@ -62,6 +69,34 @@ struct job_outcome {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
   return f(caf::meta::type_name("job_outcome"), x.job_id, x.kind, x.message);
+}
+
+/// Why maintenance rescued a running job.
+enum class rescue_reason : uint8_t {
+  /// Its worker stopped refreshing the lease for the reclaim window.
+  stale_heartbeat,
+  /// The run passed its deadline and its worker did not end it.
+  deadline_exceeded,
+};
+
+/// Renders a rescue reason for logs.
+const char* to_string(rescue_reason r);
+
+/// A job that a rescue pass charged and rescheduled or dead-lettered.
+struct rescued_job {
+  int64_t id = 0;
+  std::string kind;
+  rescue_reason reason = rescue_reason::stale_heartbeat;
+  /// It was its last attempt: moved to the dead letter queue.
+  bool dead_lettered = false;
+  /// What was recorded as last_error_message.
+  std::string message;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rescued_job& x) {
+  return f(caf::meta::type_name("rescued_job"), x.id, x.kind, x.reason,
+           x.dead_lettered, x.message);
 }
 
 /// What storage did with an outcome.

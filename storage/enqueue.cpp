@@ -12,10 +12,10 @@ namespace {
 // round trip however many jobs, and no SQL is ever built from values.
 constexpr const char* enqueue_sql = R"sql(
 INSERT INTO jobs (kind, queue, args, state, priority, run_at, max_attempts,
-                  metadata, tags)
+                  metadata, tags, deadline_ms)
 SELECT r.kind, r.queue, r.args,
        CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
-       r.priority, r.run_at, r.max_attempts, r.metadata, r.tags
+       r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms
   FROM (SELECT e.doc->>'kind' AS kind,
                e.doc->>'queue' AS queue,
                e.doc->'args' AS args,
@@ -26,6 +26,7 @@ SELECT r.kind, r.queue, r.args,
                (e.doc->>'max_attempts')::integer AS max_attempts,
                e.doc->'metadata' AS metadata,
                ARRAY(SELECT jsonb_array_elements_text(e.doc->'tags')) AS tags,
+               (e.doc->>'deadline_ms')::bigint AS deadline_ms,
                e.ord
           FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(doc, ord)) AS r
  ORDER BY r.ord
@@ -43,6 +44,9 @@ nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
     throw std::invalid_argument("enqueue: max_attempts of kind '" + kind
                                 + "' must be at least 1, got "
                                 + std::to_string(*opts.max_attempts));
+  if (opts.deadline && opts.deadline->count() <= 0)
+    throw std::invalid_argument("enqueue: the deadline of kind '" + kind
+                                + "' must be positive");
   if (!opts.metadata.is_object())
     throw std::invalid_argument("enqueue: metadata of kind '" + kind
                                 + "' must be a JSON object");
@@ -58,6 +62,8 @@ nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
   };
   if (opts.max_attempts)
     row["max_attempts"] = *opts.max_attempts;
+  if (opts.deadline)
+    row["deadline_ms"] = opts.deadline->count();
   if (opts.run_at) {
     // Microseconds since the epoch, rendered as an ISO timestamp in UTC.
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(

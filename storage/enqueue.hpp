@@ -34,6 +34,9 @@ struct insert_options {
   nlohmann::json metadata = nlohmann::json::object();
   /// Labels for filtering and admin.
   std::vector<std::string> tags;
+  /// Longest a run may take; an overrun is cancelled and rescued. Unset
+  /// uses the queue's default deadline, if it has one.
+  std::optional<std::chrono::milliseconds> deadline;
 };
 
 /// One job of a bulk enqueue.

@@ -25,15 +25,19 @@ WITH picked AS (
 ), claimed AS (
   UPDATE jobs AS j
      SET state = 'running', attempt = j.attempt + 1,
-         locked_by = $2, locked_at = now()
+         locked_by = $2, locked_at = now(),
+         deadline_at = CASE WHEN coalesce(j.deadline_ms, $4) > 0
+                            THEN now() + coalesce(j.deadline_ms, $4)
+                                         * interval '1 millisecond' END
     FROM picked
    WHERE j.id = picked.id
   RETURNING j.id, j.kind, j.queue, j.args::text AS args, j.priority, j.run_at,
             j.attempt, j.error_count, coalesce(j.max_attempts, 0) AS max_attempts,
-            j.metadata::text AS metadata
+            j.metadata::text AS metadata,
+            coalesce(j.deadline_ms, $4) AS deadline_ms
 )
 SELECT id, kind, queue, args, priority, attempt, error_count, max_attempts,
-       metadata
+       metadata, deadline_ms
   FROM claimed ORDER BY priority, run_at, id
 )sql";
 
@@ -88,6 +92,70 @@ WITH released AS (
 SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
 )sql";
 
+// One statement for every running job of this worker.
+constexpr const char* heartbeat_sql = R"sql(
+UPDATE jobs SET locked_at = now()
+ WHERE id = ANY($1::bigint[]) AND state = 'running' AND locked_by = $2
+RETURNING id
+)sql";
+
+// Cluster-wide rescue of running jobs whose lease is older than the reclaim
+// window ($1 s) or whose deadline passed more than a grace ($4 s) ago (the
+// owner gets the grace to cancel the run itself). Each is charged a failed
+// attempt and rescheduled with the usual backoff, or dead-lettered when it
+// was its last. SKIP LOCKED makes it safe on every node at once.
+constexpr const char* rescue_sql = R"sql(
+WITH stale AS (
+  SELECT id,
+         (deadline_at IS NOT NULL
+          AND deadline_at < now() - make_interval(secs => $4::double precision))
+           AS overdue,
+         CASE
+           WHEN deadline_at IS NOT NULL
+                AND deadline_at < now() - make_interval(secs => $4::double precision)
+           THEN 'deadline exceeded: the run on ' || coalesce(locked_by, '?')
+                || ' passed its deadline (' || deadline_at || ') and was not ended'
+           ELSE 'lease expired: worker ' || coalesce(locked_by, '?')
+                || ' stopped heartbeating (last heartbeat at ' || locked_at || ')'
+         END AS message
+    FROM jobs
+   WHERE state = 'running'
+     AND (locked_at < now() - make_interval(secs => $1::double precision)
+          OR deadline_at < now() - make_interval(secs => $4::double precision))
+   ORDER BY id
+   LIMIT $3
+   FOR UPDATE SKIP LOCKED
+), retried AS (
+  UPDATE jobs AS j
+     SET state = 'scheduled', error_count = j.error_count + 1,
+         last_error_message = stale.message, last_failed_at = now(),
+         run_at = now() + make_interval(secs => power(2, least(j.error_count + 1, 40))),
+         locked_by = NULL, locked_at = NULL, deadline_at = NULL
+    FROM stale
+   WHERE j.id = stale.id
+     AND j.error_count + 1 < coalesce(j.max_attempts, $2::integer + 1)
+  RETURNING j.id, j.kind, stale.overdue, false AS dead, stale.message
+), dead AS (
+  DELETE FROM jobs AS j USING stale
+   WHERE j.id = stale.id
+     AND j.error_count + 1 >= coalesce(j.max_attempts, $2::integer + 1)
+  RETURNING j.*, stale.overdue, stale.message AS rescue_message
+), buried AS (
+  INSERT INTO dead_letter_jobs
+    (original_job_id, kind, queue, args, priority, attempt, max_attempts,
+     error_count, last_error_message, created_at, failed_at, metadata, tags)
+  SELECT id, kind, queue, args, priority, attempt, max_attempts,
+         error_count + 1, rescue_message, created_at, now(), metadata, tags
+    FROM dead
+  RETURNING original_job_id
+)
+SELECT id, kind, overdue, dead, message FROM retried
+UNION ALL
+SELECT d.id, d.kind, d.overdue, true, d.rescue_message
+  FROM dead AS d JOIN buried AS b ON b.original_job_id = d.id
+ ORDER BY 1
+)sql";
+
 constexpr const char* cleanup_sql = R"sql(
 DELETE FROM jobs WHERE id IN (
   SELECT id FROM jobs
@@ -135,6 +203,8 @@ void job_store::connect() {
   conn->prepare("aw_dead_letter", dead_letter_sql);
   conn->prepare("aw_release", release_sql);
   conn->prepare("aw_cleanup", cleanup_sql);
+  conn->prepare("aw_heartbeat", heartbeat_sql);
+  conn->prepare("aw_rescue", rescue_sql);
   conn_ = std::move(conn);
 }
 
@@ -155,10 +225,12 @@ pqxx::connection_base& job_store::connection() {
   return *conn_;
 }
 
-std::vector<claimed_job> job_store::claim(const std::string& queue, int limit) {
+std::vector<claimed_job> job_store::claim(const std::string& queue, int limit,
+                                          int64_t default_deadline_ms) {
   connect();
   pqxx::work tx(*conn_, "aw_claim");
-  auto rows = tx.exec_prepared("aw_claim", queue, opts_.worker_id, limit);
+  auto rows = tx.exec_prepared("aw_claim", queue, opts_.worker_id, limit,
+                               default_deadline_ms);
   tx.commit();
   std::vector<claimed_job> jobs;
   jobs.reserve(rows.size());
@@ -173,6 +245,7 @@ std::vector<claimed_job> job_store::claim(const std::string& queue, int limit) {
     job.error_count = row[6].as<int32_t>();
     job.max_attempts = row[7].as<int32_t>();
     job.metadata = row[8].as<std::string>();
+    job.deadline_ms = row[9].as<int64_t>();
     jobs.push_back(std::move(job));
   }
   return jobs;
@@ -200,7 +273,8 @@ job_store::finish(const std::vector<job_outcome>& outcomes) {
     if (o.kind == outcome_kind::completed)
       continue;
     bool done = false;
-    if (o.kind == outcome_kind::retryable_failure) {
+    if (o.kind == outcome_kind::retryable_failure
+        || o.kind == outcome_kind::deadline_exceeded) {
       auto r = tx.exec_prepared("aw_retry", o.job_id, opts_.worker_id,
                                 o.message, opts_.max_retries);
       done = !r.empty();
@@ -230,6 +304,44 @@ int64_t job_store::release(const std::vector<int64_t>& ids) {
                                opts_.worker_id, defaults::notify_channel);
   tx.commit();
   return rows.empty() ? 0 : rows[0][0].as<int64_t>();
+}
+
+std::vector<int64_t> job_store::heartbeat(const std::vector<int64_t>& ids) {
+  if (ids.empty())
+    return {};
+  connect();
+  pqxx::work tx(*conn_, "aw_heartbeat");
+  auto rows = tx.exec_prepared("aw_heartbeat", to_array_literal(ids),
+                               opts_.worker_id);
+  tx.commit();
+  std::vector<int64_t> alive;
+  alive.reserve(rows.size());
+  for (const auto& row : rows)
+    alive.push_back(row[0].as<int64_t>());
+  return alive;
+}
+
+std::vector<rescued_job> job_store::rescue(int limit) {
+  connect();
+  double window = opts_.reclaim_window.count() / 1000.0;
+  double grace = opts_.heartbeat_interval.count() / 1000.0;
+  pqxx::work tx(*conn_, "aw_rescue");
+  auto rows = tx.exec_prepared("aw_rescue", window, opts_.max_retries, limit,
+                               grace);
+  tx.commit();
+  std::vector<rescued_job> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    rescued_job r;
+    r.id = row[0].as<int64_t>();
+    r.kind = row[1].as<std::string>();
+    r.reason = row[2].as<bool>() ? rescue_reason::deadline_exceeded
+                                 : rescue_reason::stale_heartbeat;
+    r.dead_lettered = row[3].as<bool>();
+    r.message = row[4].as<std::string>();
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 int64_t job_store::delete_expired(int batch) {

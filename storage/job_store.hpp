@@ -28,6 +28,11 @@ struct job_store_options {
   int max_retries = 20;
   /// 0 deletes completed rows at once instead of marking them.
   std::chrono::milliseconds completed_retention{0};
+  /// A running job whose lease is older than this is rescued.
+  std::chrono::milliseconds reclaim_window{120'000};
+  /// The heartbeat interval; also the grace a job's owner gets to end an
+  /// overdue run itself before another node rescues it.
+  std::chrono::milliseconds heartbeat_interval{30'000};
 };
 
 class job_store {
@@ -48,8 +53,19 @@ public:
   bool connected() const noexcept;
 
   /// Claims up to `limit` due jobs of `queue` (FOR UPDATE SKIP LOCKED),
-  /// in claim order: priority, run_at, id.
-  std::vector<claimed_job> claim(const std::string& queue, int limit);
+  /// in claim order: priority, run_at, id. A job without a deadline of its
+  /// own gets `default_deadline_ms` (0 = none).
+  std::vector<claimed_job> claim(const std::string& queue, int limit,
+                                 int64_t default_deadline_ms = 0);
+
+  /// Refreshes the leases of `ids` (one statement); returns those still
+  /// running under this worker.
+  std::vector<int64_t> heartbeat(const std::vector<int64_t>& ids);
+
+  /// Rescues up to `limit` running jobs, of any worker, whose lease expired
+  /// or whose deadline passed: charged a failed attempt, rescheduled with
+  /// backoff or dead-lettered.
+  std::vector<rescued_job> rescue(int limit);
 
   /// Applies many outcomes in one transaction. Completions are one
   /// statement for the whole batch. Returns one result per outcome, in order.

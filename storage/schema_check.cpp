@@ -12,7 +12,7 @@ const std::vector<required_table>& required_schema() {
      {"id", "kind", "queue", "args", "state", "priority", "run_at",
       "created_at", "attempt", "error_count", "max_attempts",
       "last_error_message", "last_failed_at", "locked_by", "locked_at",
-      "finalized_at", "metadata", "tags"}},
+      "finalized_at", "metadata", "tags", "deadline_ms", "deadline_at"}},
     {"dead_letter_jobs",
      {"id", "original_job_id", "kind", "queue", "args", "priority", "attempt",
       "max_attempts", "error_count", "last_error_message", "created_at",

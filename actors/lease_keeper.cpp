@@ -1,0 +1,164 @@
+#include "actors/lease_keeper.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "config/config.hpp"
+#include "messages/error.hpp"
+
+namespace aw {
+
+namespace {
+
+using clock_type = caf::actor_clock;
+
+/// The running jobs of the node: which poller runs each and when it was
+/// claimed.
+struct snapshot {
+  std::vector<int64_t> ids;
+  std::vector<clock_type::time_point> claimed_at;
+  std::vector<size_t> poller_of;
+};
+
+void end_round(lease_keeper_pointer self) {
+  self->state.round_in_flight = false;
+  self->delayed_send(self, self->state.cfg.heartbeat_interval,
+                     tick_atom::value);
+}
+
+/// Tells each poller which of its jobs are no longer ours.
+void report_lost(lease_keeper_pointer self, const snapshot& snap,
+                 const std::vector<size_t>& lost, const std::string& reason) {
+  std::map<size_t, std::vector<int64_t>> by_poller;
+  for (auto i : lost)
+    by_poller[snap.poller_of[i]].push_back(snap.ids[i]);
+  for (auto& [p, ids] : by_poller)
+    self->send(self->state.pollers[p], lost_atom::value, ids, reason);
+}
+
+void rescue(lease_keeper_pointer self) {
+  auto& st = self->state;
+  self->request(st.cfg.store, st.cfg.heartbeat_interval, rescue_atom::value)
+    .then(
+      [self](const std::vector<rescued_job>& rescued) {
+        self->state.rescued += rescued.size();
+        for (auto& r : rescued)
+          spdlog::warn("rescued job {} ({}, {}){}: {}", r.id, r.kind,
+                       to_string(r.reason),
+                       r.dead_lettered ? ", moved to the dead letter queue"
+                                       : "",
+                       r.message);
+        end_round(self);
+      },
+      [self](caf::error&) {
+        // storage logged it; the next round tries again.
+        end_round(self);
+      });
+}
+
+void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
+  auto& st = self->state;
+  if (snap->ids.empty()) {
+    st.last_refresh = self->clock().now();
+    rescue(self);
+    return;
+  }
+  auto sent_at = self->clock().now();
+  self->request(st.cfg.store, st.cfg.heartbeat_interval, heartbeat_atom::value,
+                snap->ids)
+    .then(
+      [self, snap, sent_at](std::vector<int64_t>& alive) {
+        auto& st = self->state;
+        st.last_refresh = sent_at;
+        std::sort(alive.begin(), alive.end());
+        std::vector<size_t> lost;
+        for (size_t i = 0; i < snap->ids.size(); ++i)
+          if (!std::binary_search(alive.begin(), alive.end(), snap->ids[i]))
+            lost.push_back(i);
+        if (!lost.empty())
+          report_lost(self, *snap, lost,
+                      "lease lost: the job is no longer running under this "
+                      "worker (reclaimed, released or deleted meanwhile)");
+        rescue(self);
+      },
+      [self, snap](caf::error& err) {
+        auto& st = self->state;
+        // The watchdog: give up a job locally one heartbeat before another
+        // node may reclaim it.
+        auto now = self->clock().now();
+        auto limit = st.cfg.reclaim_window - st.cfg.heartbeat_interval;
+        std::vector<size_t> abandon;
+        for (size_t i = 0; i < snap->ids.size(); ++i) {
+          auto fresh = std::max(snap->claimed_at[i], st.last_refresh);
+          if (now - fresh >= limit)
+            abandon.push_back(i);
+        }
+        spdlog::error("lease keeper: refreshing {} lease(s) failed: {}{}",
+                      snap->ids.size(), render(err),
+                      abandon.empty()
+                        ? std::string{}
+                        : "; abandoning " + std::to_string(abandon.size())
+                            + " job(s) before their lease expires");
+        if (!abandon.empty())
+          report_lost(self, *snap, abandon,
+                      "abandoned by the watchdog: its lease could not be "
+                      "refreshed for "
+                        + format_duration(limit)
+                        + " and another worker may reclaim it");
+        end_round(self);
+      });
+}
+
+void start_round(lease_keeper_pointer self) {
+  auto& st = self->state;
+  if (st.round_in_flight)
+    return;
+  st.round_in_flight = true;
+  auto snap = std::make_shared<snapshot>();
+  auto remaining = std::make_shared<size_t>(st.pollers.size());
+  if (*remaining == 0) {
+    heartbeat(self, snap);
+    return;
+  }
+  for (size_t p = 0; p < st.pollers.size(); ++p)
+    self->request(st.pollers[p], st.cfg.heartbeat_interval, running_atom::value)
+      .then(
+        [self, snap, remaining, p](std::vector<int64_t>& ids,
+                                   std::vector<int64_t>& claimed_ns) {
+          for (size_t i = 0; i < ids.size(); ++i) {
+            snap->ids.push_back(ids[i]);
+            snap->claimed_at.push_back(
+              clock_type::time_point{std::chrono::duration_cast<
+                clock_type::time_point::duration>(std::chrono::nanoseconds{claimed_ns[i]})});
+            snap->poller_of.push_back(p);
+          }
+          if (--*remaining == 0)
+            heartbeat(self, snap);
+        },
+        [self, snap, remaining](caf::error&) {
+          // A poller that is gone (restarting) has nothing to keep alive.
+          if (--*remaining == 0)
+            heartbeat(self, snap);
+        });
+}
+
+} // namespace
+
+lease_keeper_actor::behavior_type
+lease_keeper_behavior(lease_keeper_pointer self, lease_keeper_config cfg) {
+  self->state.cfg = std::move(cfg);
+  self->state.last_refresh = self->clock().now();
+  self->delayed_send(self, self->state.cfg.heartbeat_interval,
+                     tick_atom::value);
+  return {
+    [self](tick_atom) { start_round(self); },
+    [self](pollers_atom, std::vector<poller_actor>& pollers) {
+      self->state.pollers = std::move(pollers);
+    },
+  };
+}
+
+} // namespace aw

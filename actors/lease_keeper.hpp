@@ -1,0 +1,48 @@
+#pragma once
+// The lease keeper: every heartbeat_interval it
+//  1. asks the pollers which jobs run here and refreshes all their leases in
+//     one statement; jobs whose row is no longer ours (reclaimed, released,
+//     deleted) are cancelled and their outcome is never written;
+//  2. if the refresh fails (database down), runs the watchdog: a job whose
+//     lease was last confirmed reclaim_window - heartbeat_interval ago is
+//     abandoned locally before another node may reclaim it, so two workers
+//     never both believe they own a job;
+//  3. rescues, cluster-wide, running jobs whose lease expired or whose
+//     deadline passed (SKIP LOCKED: safe on every node at once).
+
+#include <chrono>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "messages/actors.hpp"
+
+namespace aw {
+
+struct lease_keeper_config {
+  std::chrono::milliseconds heartbeat_interval;
+  std::chrono::milliseconds reclaim_window;
+  /// Heartbeats and rescues go here.
+  storage_actor store;
+};
+
+struct lease_keeper_state {
+  static inline const char* name = "lease-keeper";
+  lease_keeper_config cfg;
+  std::vector<poller_actor> pollers;
+  /// When the last successful heartbeat was sent: every lease it covered
+  /// is at least this fresh.
+  caf::actor_clock::time_point last_refresh{};
+  bool round_in_flight = false;
+  /// Jobs rescued by this node so far.
+  uint64_t rescued = 0;
+};
+
+using lease_keeper_pointer
+  = lease_keeper_actor::stateful_pointer<lease_keeper_state>;
+
+lease_keeper_actor::behavior_type
+lease_keeper_behavior(lease_keeper_pointer self, lease_keeper_config cfg);
+
+} // namespace aw

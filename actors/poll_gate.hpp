@@ -1,0 +1,31 @@
+#pragma once
+// The idle poll gate: with `idle_poll_permits = N > 0`, only N of a
+// process's pollers poll on the idle interval; the rest park until woken
+// (NOTIFY, a freed slot, a local enqueue) or until they get a permit. A
+// poller gives its permit back as soon as it claims work, and the gate hands
+// it to the poller that has waited longest. The gate never limits running
+// jobs, heartbeats, or claims made on a wake-up.
+
+#include <deque>
+#include <unordered_set>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "messages/actors.hpp"
+
+namespace aw {
+
+struct poll_gate_state {
+  static inline const char* name = "poll-gate";
+  int free_permits = 0;
+  std::vector<poller_actor> holders;
+  std::deque<poller_actor> waiting;
+};
+
+using poll_gate_pointer = poll_gate_actor::stateful_pointer<poll_gate_state>;
+
+poll_gate_actor::behavior_type poll_gate_behavior(poll_gate_pointer self,
+                                                  int permits);
+
+} // namespace aw
