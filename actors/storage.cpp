@@ -5,6 +5,7 @@
 #include "messages/error.hpp"
 #include "storage/db_error.hpp"
 #include "storage/schema_check.hpp"
+#include "messages/error.hpp"
 
 namespace aw {
 
@@ -26,17 +27,64 @@ auto guarded(storage_pointer self, const char* what, F fn)
   }
 }
 
-/// Delivers each result and reports stale ones.
+/// Hands committed transitions to the hook dispatcher.
+void publish(storage_pointer self, std::vector<job_event> events) {
+  auto& d = self->state.dispatcher;
+  if (!d)
+    return;
+  for (auto& e : events)
+    if (!e.job_json.empty())
+      self->send(d, std::move(e));
+}
+
+/// Delivers each result, reports stale ones, publishes the events.
 void deliver(storage_pointer self, size_t first, size_t count,
-             const std::vector<finish_result>& results) {
+             std::vector<storage::finish_report>& reports) {
   auto& st = self->state;
   for (size_t i = 0; i < count; ++i) {
     auto& [outcome, promise] = st.pending[first + i];
-    if (results[i] == finish_result::stale)
+    if (reports[i].result == finish_result::stale)
       spdlog::warn("storage: outcome of job {} not recorded: the job is no "
                    "longer running under this worker",
                    outcome.job_id);
-    promise.deliver(results[i]);
+    else if (reports[i].has_event && st.dispatcher
+             && !reports[i].event.job_json.empty())
+      self->send(st.dispatcher, std::move(reports[i].event));
+    promise.deliver(reports[i].result);
+  }
+}
+
+/// An outcome the database refuses on its own, for a reason that is not
+/// connectivity (typically a follow-up whose callable threw or whose INSERT
+/// failed, which rolled the transition back): record the run as a
+/// retryable failure instead, so the job runs again later. If even that
+/// fails, the job stays running until its lease is reclaimed.
+void record_instead(storage_pointer self, size_t i, const std::exception& e) {
+  auto& st = self->state;
+  auto& [outcome, promise] = st.pending[i];
+  auto why = storage::one_line(e);
+  spdlog::error("storage: cannot record the {} outcome of job {}, recording "
+                "a retryable failure instead: {}",
+                to_string(outcome.kind), outcome.job_id, why);
+  job_outcome failure;
+  failure.job_id = outcome.job_id;
+  failure.kind = outcome_kind::retryable_failure;
+  failure.message = "recording the outcome (" + std::string{to_string(outcome.kind)}
+                    + ") failed: " + why;
+  failure.duration_ms = outcome.duration_ms;
+  try {
+    auto reports = st.store->finish({failure});
+    if (reports[0].has_event && st.dispatcher
+        && !reports[0].event.job_json.empty())
+      self->send(st.dispatcher, std::move(reports[0].event));
+    promise.deliver(reports[0].result);
+  } catch (const std::exception& again) {
+    if (storage::classify(again) == ec::database_unavailable)
+      throw;
+    spdlog::error("storage: cannot record the outcome of job {}: {}; it "
+                  "stays running until its lease is reclaimed",
+                  outcome.job_id, storage::one_line(again));
+    promise.deliver(finish_result::stale);
   }
 }
 
@@ -48,17 +96,18 @@ void flush_one_by_one(storage_pointer self) {
   auto& st = self->state;
   for (size_t i = 0; i < st.pending.size(); ++i) {
     try {
-      auto results = st.store->finish({st.pending[i].first});
-      deliver(self, i, 1, results);
-    } catch (const std::exception& e) {
-      if (storage::classify(e) == ec::database_unavailable) {
-        // Keep only what is not recorded yet for the retry.
-        st.pending.erase(st.pending.begin(), st.pending.begin() + i);
-        throw;
+      try {
+        auto reports = st.store->finish({st.pending[i].first});
+        deliver(self, i, 1, reports);
+      } catch (const std::exception& e) {
+        if (storage::classify(e) == ec::database_unavailable)
+          throw;
+        record_instead(self, i, e);
       }
-      spdlog::error("storage: cannot record the outcome of job {}: {}",
-                    st.pending[i].first.job_id, storage::one_line(e));
-      st.pending[i].second.deliver(finish_result::stale);
+    } catch (const std::exception&) {
+      // Keep only what is not recorded yet for the retry.
+      st.pending.erase(st.pending.begin(), st.pending.begin() + i);
+      throw;
     }
   }
 }
@@ -74,8 +123,8 @@ void flush(storage_pointer self) {
     batch.push_back(p.first);
   try {
     try {
-      auto results = st.store->finish(batch);
-      deliver(self, 0, batch.size(), results);
+      auto reports = st.store->finish(batch);
+      deliver(self, 0, batch.size(), reports);
     } catch (const std::exception& e) {
       if (storage::classify(e) == ec::database_unavailable || batch.size() < 2)
         throw;
@@ -95,12 +144,14 @@ void flush(storage_pointer self) {
     if (storage::classify(e) == ec::database_unavailable) {
       st.store->disconnect();
     } else if (batch.size() == 1) {
-      // A single outcome the database rejects for good: see flush_one_by_one.
-      spdlog::error("storage: cannot record the outcome of job {}: {}",
-                    batch.front().job_id, storage::one_line(e));
-      st.pending.front().second.deliver(finish_result::stale);
-      st.pending.clear();
-      return;
+      // A single outcome the database rejects for good.
+      try {
+        record_instead(self, 0, e);
+        st.pending.clear();
+        return;
+      } catch (const std::exception&) {
+        st.store->disconnect(); // unreachable now: retry the original
+      }
     }
     auto delay = st.flush_backoff.next();
     spdlog::error("storage: recording {} outcome(s) failed, retrying in {} "
@@ -114,8 +165,12 @@ void flush(storage_pointer self) {
 } // namespace
 
 storage_actor::behavior_type storage_behavior(storage_pointer self,
-                                              storage::job_store_options opts) {
+                                              storage::job_store_options opts,
+                                              storage_extras extras) {
   self->state.store = std::make_unique<storage::job_store>(std::move(opts));
+  self->state.store->observe(extras.observed_kinds);
+  self->state.store->set_follow_ups(std::move(extras.follow_ups));
+  self->state.dispatcher = std::move(extras.dispatcher);
   self->attach_functor([self] {
     if (!self->state.pending.empty())
       spdlog::warn("storage: stopping with {} unrecorded outcome(s); those "
@@ -125,9 +180,13 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
   return {
     [self](claim_atom, const std::string& queue, int32_t limit,
            int64_t default_deadline_ms) -> caf::result<std::vector<claimed_job>> {
-      return guarded(self, "claiming jobs", [&] {
-        return self->state.store->claim(queue, limit, default_deadline_ms);
+      std::vector<job_event> started;
+      auto result = guarded(self, "claiming jobs", [&] {
+        return self->state.store->claim(queue, limit, default_deadline_ms,
+                                        &started);
       });
+      publish(self, std::move(started));
+      return result;
     },
     [self](heartbeat_atom, const std::vector<int64_t>& ids)
       -> caf::result<std::vector<int64_t>> {
@@ -135,9 +194,39 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
                      [&] { return self->state.store->heartbeat(ids); });
     },
     [self](rescue_atom) -> caf::result<std::vector<rescued_job>> {
-      return guarded(self, "rescuing expired jobs", [&] {
-        return self->state.store->rescue(defaults::rescue_batch);
-      });
+      std::vector<rescued_job> rescued;
+      try {
+        rescued = self->state.store->rescue(defaults::rescue_batch);
+      } catch (const std::exception& e) {
+        auto err = storage::to_error(e, "rescuing expired jobs");
+        if (storage::classify(e) == ec::database_unavailable)
+          self->state.store->disconnect();
+        spdlog::error("storage: {}", render(err));
+        return err;
+      }
+      // Rescue follow-ups are best effort, after the rescue committed: a
+      // failing follow-up must never leave a job stuck in `running`.
+      std::vector<job_event> events;
+      for (auto& r : rescued) {
+        job_event e;
+        e.type = event_type::rescued;
+        e.kind = r.kind;
+        e.job_json = r.job_json;
+        e.message = r.message;
+        e.reason = r.reason;
+        events.push_back(std::move(e));
+      }
+      try {
+        self->state.store->enqueue_follow_ups(events);
+      } catch (const std::exception& e) {
+        if (storage::classify(e) == ec::database_unavailable)
+          self->state.store->disconnect();
+        spdlog::error("storage: rescue follow-ups failed (the rescues stand): "
+                      "{}",
+                      storage::one_line(e));
+      }
+      publish(self, std::move(events));
+      return rescued;
     },
     [self](finish_atom, job_outcome& outcome) -> caf::result<finish_result> {
       auto& st = self->state;

@@ -21,10 +21,22 @@
 
 namespace aw {
 
+/// What a storage actor needs beyond its connection: who hears about
+/// committed transitions, and the follow-ups to insert with them.
+struct storage_extras {
+  /// Receives the events of observed kinds after each commit (may be null).
+  hook_dispatcher_actor dispatcher;
+  /// Kinds with hooks or follow-ups.
+  std::vector<std::string> observed_kinds;
+  /// Follow-ups of a transition, computed inside its transaction.
+  storage::follow_up_function follow_ups;
+};
+
 struct storage_state {
   static inline const char* name = "storage";
 
   std::unique_ptr<storage::job_store> store;
+  hook_dispatcher_actor dispatcher;
   /// Outcomes waiting for the next flush, with the promise of each reply.
   std::vector<std::pair<job_outcome, caf::typed_response_promise<finish_result>>>
     pending;
@@ -41,6 +53,7 @@ using storage_pointer = storage_actor::stateful_pointer<storage_state>;
 /// The behavior of a storage actor for `opts`. Connects lazily: a database
 /// that is down at start only delays the first statement.
 storage_actor::behavior_type storage_behavior(storage_pointer self,
-                                              storage::job_store_options opts);
+                                              storage::job_store_options opts,
+                                              storage_extras extras);
 
 } // namespace aw

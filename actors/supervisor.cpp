@@ -11,6 +11,7 @@
 #include "actors/maintenance.hpp"
 #include "actors/poller.hpp"
 #include "actors/storage.hpp"
+#include "app/registry.hpp"
 #include "messages/error.hpp"
 
 namespace aw {
@@ -126,14 +127,24 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
   auto& st = self->state;
   st.cfg = std::move(cfg);
   auto opts = store_options(st.cfg);
-  st.claimer = self->spawn<caf::detached + caf::linked>(storage_behavior, opts);
+  storage_extras extras;
+  extras.dispatcher = st.cfg.hooks;
+  if (auto reg = st.cfg.reg) {
+    extras.observed_kinds = reg->observed_kinds();
+    extras.follow_ups = [reg](const job_event& e) {
+      return reg->follow_ups(make_event(e));
+    };
+  }
+  st.claimer = self->spawn<caf::detached + caf::linked>(storage_behavior, opts,
+                                                        extras);
   auto completers = std::max(1, st.cfg.config.database.pool_size - 1);
   if (st.cfg.config.database.pool_size == 1)
     st.completers.push_back(st.claimer);
   else
     for (int i = 0; i < completers; ++i)
       st.completers.push_back(
-        self->spawn<caf::detached + caf::linked>(storage_behavior, opts));
+        self->spawn<caf::detached + caf::linked>(storage_behavior, opts,
+                                                 extras));
   // Every component is linked: when the supervisor quits, they all do.
   // Their exits come here instead of killing the supervisor.
   self->set_exit_handler([self](caf::exit_msg& em) {

@@ -24,11 +24,17 @@
 
 namespace aw {
 
+class registry;
+
 struct supervisor_config {
   runtime_config config;
   /// Written to locked_by: node name, process id and a random suffix.
   std::string worker_id;
   std::shared_ptr<job_dispatcher> dispatcher;
+  /// Hooks and follow-ups.
+  std::shared_ptr<const registry> reg;
+  /// Runs the hooks of committed transitions.
+  hook_dispatcher_actor hooks;
 };
 
 struct supervisor_state {

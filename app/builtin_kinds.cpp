@@ -1,9 +1,13 @@
 #include "app/builtin_kinds.hpp"
 
+#include <memory>
 #include <optional>
 #include <thread>
 
+#include <pqxx/pqxx>
+
 #include "app/registry.hpp"
+#include "config/config.hpp"
 
 namespace aw {
 
@@ -36,7 +40,88 @@ void from_json(const nlohmann::json& j, fail_args& a) {
     a.message = j.at("message").get<std::string>();
 }
 
+struct record_args {
+  int64_t ms = 0;
+};
+
+void from_json(const nlohmann::json& j, record_args& a) {
+  if (!j.is_object())
+    throw std::invalid_argument("expected a JSON object");
+  if (j.contains("ms"))
+    j.at("ms").get_to(a.ms);
+  if (a.ms < 0)
+    throw std::invalid_argument("\"ms\" must not be negative");
+}
+
+/// The `record` kind's connection: one per pool thread, opened on first use
+/// and dropped after any error (the next run reconnects), so a database
+/// restart costs the runs that were in flight, not the thread.
+class record_connection {
+public:
+  template <class F>
+  static auto with(const std::string& url, F fn) {
+    thread_local std::unique_ptr<pqxx::connection> conn;
+    thread_local std::string conn_url;
+    try {
+      if (!conn || conn_url != url || !conn->is_open()) {
+        conn.reset();
+        conn = std::make_unique<pqxx::connection>(url);
+        conn_url = url;
+      }
+      return fn(*conn);
+    } catch (const pqxx::undefined_table&) {
+      conn.reset();
+      throw terminal_error("record: table job_executions does not exist; "
+                           "create it first (see app/builtin_kinds.hpp)");
+    } catch (...) {
+      conn.reset();
+      throw;
+    }
+  }
+};
+
+void run_record(const std::string& url, const record_args& a,
+                const job_context& ctx) {
+  auto execution = record_connection::with(url, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto rows = tx.exec_params(
+      "INSERT INTO job_executions (job_id, attempt, worker) "
+      "SELECT $1, $2, coalesce((SELECT locked_by FROM jobs WHERE id = $1), '?') "
+      "RETURNING id",
+      ctx.id, ctx.attempt);
+    return rows.at(0).at(0).as<int64_t>();
+  });
+  if (!ctx.cancel.sleep_for(std::chrono::milliseconds{a.ms}))
+    throw std::runtime_error("record cancelled: " + ctx.cancel.reason());
+  record_connection::with(url, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec_params("UPDATE job_executions SET finished_at = clock_timestamp() "
+                   "WHERE id = $1",
+                   execution);
+    return 0;
+  });
+}
+
+struct await_args {
+  std::chrono::milliseconds timeout = defaults::callback_timeout;
+};
+
+void from_json(const nlohmann::json& j, await_args& a) {
+  if (!j.is_object())
+    throw std::invalid_argument("expected a JSON object");
+  if (j.contains("timeout"))
+    a.timeout = parse_duration(j.at("timeout").get<std::string>());
+}
+
 } // namespace
+
+void register_builtin_kinds(registry& reg, const std::string& database_url) {
+  register_builtin_kinds(reg);
+  reg.add<record_args>("record", [database_url](const record_args& a,
+                                                const job_context& ctx) {
+    run_record(database_url, a, ctx);
+  });
+}
 
 void register_builtin_kinds(registry& reg) {
   reg.add_raw("noop", [](const nlohmann::json&, const job_context&) {});
@@ -45,6 +130,10 @@ void register_builtin_kinds(registry& reg) {
     if (!ctx.cancel.sleep_for(std::chrono::milliseconds{a.ms}))
       throw std::runtime_error("sleep cancelled: " + ctx.cancel.reason());
   });
+  reg.add<await_args>("await_callback",
+                      [](const await_args& a, const job_context&) {
+                        return outcome::wait_for_callback(a.timeout);
+                      });
   reg.add<fail_args>("fail", [](const fail_args& a, const job_context& ctx) {
     if (a.times && ctx.error_count >= *a.times)
       return;

@@ -8,6 +8,31 @@
 //          fails its first N attempts (counted by error_count), then
 //          completes; without "times" it always fails; "terminal": true
 //          sends it straight to the dead letter queue.
+//   await_callback {"timeout": "30s"}      parks the job until its callback is
+//          resolved (`actor-worker callback complete|fail|retry ID`) or the
+//          timeout passes; the id is in `jobs show ID` (callback_id).
+//
+// A test/diagnostic kind, registered only when a database URL is given (the
+// `actor-worker run` binary does):
+//   record {"ms": N}                       records the run, sleeps N ms
+//          (default 0, stops at once when cancelled, then fails), records
+//          that it finished, completes. Each run inserts a row
+//            (job_id, attempt, worker = the job's locked_by at the start)
+//          into `job_executions` over a connection of its own to the
+//          worker's database, and sets that row's finished_at just before
+//          returning. The table is not created by any migration: whoever
+//          uses the kind creates it first (the fault tests do):
+//            CREATE TABLE job_executions (
+//              id          bigserial PRIMARY KEY,
+//              job_id      bigint NOT NULL,
+//              attempt     integer NOT NULL,
+//              worker      text NOT NULL,
+//              started_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+//              finished_at timestamptz);
+//          Without the table the job fails terminally, saying so. Counting
+//          these rows counts handler executions exactly (test/fault/).
+
+#include <string>
 
 namespace aw {
 
@@ -15,5 +40,9 @@ class registry;
 
 /// Registers noop, sleep and fail in `reg`.
 void register_builtin_kinds(registry& reg);
+
+/// Registers noop, sleep and fail, and the test/diagnostic kind `record`,
+/// which writes to `job_executions` in the database at `database_url`.
+void register_builtin_kinds(registry& reg, const std::string& database_url);
 
 } // namespace aw

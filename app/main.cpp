@@ -73,7 +73,8 @@ int run_worker(const aw::runtime_config& cfg) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto reg = std::make_shared<aw::registry>();
-  aw::register_builtin_kinds(*reg);
+  // With the URL: also the test/diagnostic kind `record`.
+  aw::register_builtin_kinds(*reg, cfg.database.url);
 
   caf::actor_system_config sys_cfg;
   caf::actor_system sys{sys_cfg};

@@ -1,6 +1,9 @@
 #include "app/registry.hpp"
 
 #include <algorithm>
+#include <set>
+
+#include <spdlog/spdlog.h>
 
 namespace aw {
 
@@ -36,7 +39,7 @@ std::string sanitize_message(const std::string& in) {
 
 } // namespace
 
-registry& registry::add_raw(const std::string& kind, raw_handler fn) {
+registry& registry::add_raw_handler(const std::string& kind, raw_handler fn) {
   if (kind.empty())
     throw std::invalid_argument("registry: a job kind must not be empty");
   handlers_[kind] = std::move(fn);
@@ -84,7 +87,15 @@ job_outcome registry::run(const claimed_job& job,
   job_context ctx{job.id,          job.kind,     job.queue, job.attempt,
                   job.error_count, job.metadata, cancel};
   try {
-    i->second(args, ctx);
+    auto result = i->second(args, ctx);
+    out.kind = result.kind();
+    out.delay_ms = result.delay().count();
+    out.message = sanitize_message(result.message());
+    if (out.delay_ms < 0)
+      return fail(outcome_kind::terminal_failure,
+                  "the handler of kind '" + job.kind
+                    + "' returned a negative delay");
+    return out;
   } catch (const terminal_error& e) {
     return fail(outcome_kind::terminal_failure, e.what());
   } catch (const std::exception& e) {
@@ -94,8 +105,68 @@ job_outcome registry::run(const claimed_job& job,
                 "the handler of kind '" + job.kind
                   + "' threw a non-standard exception");
   }
-  out.kind = outcome_kind::completed;
+}
+
+registry& registry::on_event_kind(const std::string& kind, hook fn) {
+  if (kind.empty())
+    throw std::invalid_argument("registry: a job kind must not be empty");
+  hooks_[kind].push_back(std::move(fn));
+  return *this;
+}
+
+void registry::run_hooks(const event& e) const {
+  auto i = hooks_.find(e.kind);
+  if (i == hooks_.end())
+    return;
+  size_t n = 0;
+  for (auto& fn : i->second) {
+    ++n;
+    try {
+      fn(e);
+    } catch (const std::exception& ex) {
+      spdlog::error("hook #{} of kind '{}' threw on {} of job {}: {}", n,
+                    e.kind, to_string(e.type), e.job_id(), ex.what());
+    } catch (...) {
+      spdlog::error("hook #{} of kind '{}' threw a non-standard exception on "
+                    "{} of job {}",
+                    n, e.kind, to_string(e.type), e.job_id());
+    }
+  }
+}
+
+std::vector<enqueue_request> registry::follow_ups(const event& e) const {
+  std::vector<enqueue_request> out;
+  auto i = follow_ups_.find(e.kind);
+  if (i == follow_ups_.end())
+    return out;
+  for (auto& spec : i->second)
+    if (spec.type == e.type)
+      if (auto req = spec.fn(e))
+        out.push_back(std::move(*req));
   return out;
+}
+
+std::vector<std::string> registry::observed_kinds() const {
+  std::set<std::string> kinds;
+  for (auto& [kind, hs] : hooks_)
+    kinds.insert(kind);
+  for (auto& [kind, fs] : follow_ups_)
+    kinds.insert(kind);
+  return {kinds.begin(), kinds.end()};
+}
+
+bool registry::has_hooks(const std::string& kind) const {
+  return hooks_.count(kind) > 0;
+}
+
+bool registry::has_follow_ups(const std::string& kind, event_type type) const {
+  auto i = follow_ups_.find(kind);
+  if (i == follow_ups_.end())
+    return false;
+  for (auto& spec : i->second)
+    if (spec.type == type)
+      return true;
+  return false;
 }
 
 } // namespace aw

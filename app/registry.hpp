@@ -5,15 +5,20 @@
 // executors never see an exception.
 
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "app/event.hpp"
 #include "app/handler.hpp"
+#include "app/outcome.hpp"
 #include "messages/job.hpp"
+#include "storage/enqueue.hpp"
 
 namespace aw {
 
@@ -21,11 +26,12 @@ class registry {
 public:
   /// A handler of raw JSON args.
   using raw_handler
-    = std::function<void(const nlohmann::json& args, const job_context& ctx)>;
+    = std::function<outcome(const nlohmann::json& args, const job_context& ctx)>;
 
-  /// Registers `fn(const Args&, const job_context&)` for `kind`. Args that
-  /// do not parse into `Args` fail the job terminally, naming the kind and
-  /// the parse error. Registering a kind twice replaces the handler.
+  /// Registers `fn(const Args&, const job_context&)` for `kind`; it returns
+  /// nothing (completed) or an aw::outcome. Args that do not parse into
+  /// `Args` fail the job terminally, naming the kind and the parse error.
+  /// Registering a kind twice replaces the handler.
   template <class Args, class F>
   registry& add(const std::string& kind, F fn) {
     return add_raw(kind, [kind, fn = std::move(fn)](const nlohmann::json& json,
@@ -36,12 +42,22 @@ public:
       } catch (const std::exception& e) {
         throw malformed_args_error(kind, e.what());
       }
-      fn(static_cast<const Args&>(args), ctx);
+      return call(fn, static_cast<const Args&>(args), ctx);
+    });
+  }
+
+  /// Registers `fn(const nlohmann::json&, const job_context&)` for `kind`,
+  /// returning nothing (completed) or an aw::outcome.
+  template <class F>
+  registry& add_raw(const std::string& kind, F fn) {
+    return add_raw_handler(kind, [fn = std::move(fn)](const nlohmann::json& j,
+                                                      const job_context& ctx) {
+      return call(fn, j, ctx);
     });
   }
 
   /// Registers a raw handler for `kind`.
-  registry& add_raw(const std::string& kind, raw_handler fn);
+  registry& add_raw_handler(const std::string& kind, raw_handler fn);
 
   /// True if `kind` has a handler.
   bool contains(const std::string& kind) const;
@@ -59,8 +75,179 @@ public:
   static terminal_error malformed_args_error(const std::string& kind,
                                              const std::string& why);
 
+  // -- lifecycle hooks ----------------------------------------------------------
+
+  /// A hook of raw events.
+  using hook = std::function<void(const event&)>;
+
+  /// Registers `fn(const event&)` for every event of `kind`. Hooks of a kind
+  /// stack and run in registration order, after the transition commits, on
+  /// the hook dispatcher (never blocking executors). A throwing hook is
+  /// logged and the next one still runs.
+  registry& on_event_kind(const std::string& kind, hook fn);
+
+  /// Registers `fn(const typed_event<Args>&)`: the same, with the job's args
+  /// parsed into `Args` (a hook whose args do not parse is skipped, logged).
+  template <class Args, class F>
+  registry& on_event(const std::string& kind, F fn) {
+    return on_event_kind(kind, [fn = std::move(fn)](const event& e) {
+      typed_event<Args> te;
+      static_cast<event&>(te) = e;
+      te.args = e.job.at("args").get<Args>();
+      fn(static_cast<const typed_event<Args>&>(te));
+    });
+  }
+
+  /// Runs the hooks of `e.kind`; never throws.
+  void run_hooks(const event& e) const;
+
+  // -- durable follow-up jobs ---------------------------------------------------
+  //
+  // A follow-up callable runs inside the transaction that records the
+  // trigger's outcome (or its callback resolution), and the job it returns
+  // is inserted in that same transaction: both commit or neither does. It
+  // returns either a follow-up args struct with a `static constexpr const
+  // char* kind` (inserted with default options), an enqueue_request (to set
+  // queue, priority, max attempts, metadata, tags, unique, run at,
+  // deadline, ordering key), or std::optional of either (nothing when
+  // empty). Throwing rolls the transition back. Rescue follow-ups run in a
+  // separate, best-effort transaction after the rescue commits.
+
+  /// `fn(const Args& args, const nlohmann::json& job)` when a job of `kind`
+  /// completes.
+  template <class Args, class F>
+  registry& on_completed_enqueue(const std::string& kind, F fn) {
+    return add_follow_up<Args>(kind, event_type::completed,
+                               [fn](const Args& a, const event& e) {
+                                 return fn(a, e.job);
+                               });
+  }
+
+  /// `fn(args, job, reason)` when a job of `kind` is cancelled.
+  template <class Args, class F>
+  registry& on_cancelled_enqueue(const std::string& kind, F fn) {
+    return add_follow_up<Args>(kind, event_type::cancelled,
+                               [fn](const Args& a, const event& e) {
+                                 return fn(a, e.job, e.message);
+                               });
+  }
+
+  /// `fn(args, job, error, attempt, next_run_at)` when an attempt of a job
+  /// of `kind` failed and it will run again (next_run_at as ISO text).
+  template <class Args, class F>
+  registry& on_retried_enqueue(const std::string& kind, F fn) {
+    return add_follow_up<Args>(kind, event_type::retried,
+                               [fn](const Args& a, const event& e) {
+                                 return fn(a, e.job, e.message, e.attempt(),
+                                           e.job.value("run_at", std::string{}));
+                               });
+  }
+
+  /// `fn(args, job, error, attempt)` when a job of `kind` is dead-lettered.
+  template <class Args, class F>
+  registry& on_exhausted_enqueue(const std::string& kind, F fn) {
+    return add_follow_up<Args>(kind, event_type::exhausted,
+                               [fn](const Args& a, const event& e) {
+                                 return fn(a, e.job, e.message, e.attempt());
+                               });
+  }
+
+  /// `fn(args, job)` when a job of `kind` parks waiting for a callback
+  /// (job["callback_id"] is set): the durable way to hand the id over.
+  template <class Args, class F>
+  registry& on_waiting_for_callback_enqueue(const std::string& kind, F fn) {
+    return add_follow_up<Args>(kind, event_type::waiting_for_callback,
+                               [fn](const Args& a, const event& e) {
+                                 return fn(a, e.job);
+                               });
+  }
+
+  /// `fn(args, job, reason)` when maintenance rescues a job of `kind`.
+  template <class Args, class F>
+  registry& on_rescued_enqueue(const std::string& kind, F fn) {
+    return add_follow_up<Args>(kind, event_type::rescued,
+                               [fn](const Args& a, const event& e) {
+                                 return fn(a, e.job, e.reason);
+                               });
+  }
+
+  /// The follow-up jobs of a committed transition. Throws when a callable
+  /// throws (the caller rolls the transition back).
+  std::vector<enqueue_request> follow_ups(const event& e) const;
+
+  /// Kinds with hooks or follow-ups.
+  std::vector<std::string> observed_kinds() const;
+
+  /// True if `kind` has hooks.
+  bool has_hooks(const std::string& kind) const;
+
+  /// True if `kind` has follow-ups for events of `type`.
+  bool has_follow_ups(const std::string& kind, event_type type) const;
+
 private:
+  using follow_up_fn
+    = std::function<std::optional<enqueue_request>(const event&)>;
+
+  struct follow_up_spec {
+    event_type type;
+    follow_up_fn fn;
+  };
+
+  /// Turns what a follow-up callable returned into an enqueue request.
+  template <class R>
+  static std::optional<enqueue_request> to_request(R&& r) {
+    using T = std::decay_t<R>;
+    if constexpr (std::is_same_v<T, enqueue_request>) {
+      return std::forward<R>(r);
+    } else if constexpr (std::is_same_v<T, std::optional<enqueue_request>>) {
+      return std::forward<R>(r);
+    } else if constexpr (is_optional<T>::value) {
+      if (!r)
+        return std::nullopt;
+      return to_request(*r);
+    } else {
+      enqueue_request req;
+      req.kind = T::kind;
+      req.args = nlohmann::json(r);
+      return req;
+    }
+  }
+
+  template <class T>
+  struct is_optional : std::false_type {};
+  template <class T>
+  struct is_optional<std::optional<T>> : std::true_type {};
+
+  template <class Args, class F>
+  registry& add_follow_up(const std::string& kind, event_type type, F fn) {
+    follow_ups_[kind].push_back(
+      {type, [kind, fn = std::move(fn)](const event& e) {
+         Args args;
+         try {
+           args = e.job.at("args").get<Args>();
+         } catch (const std::exception& ex) {
+           throw malformed_args_error(kind, ex.what());
+         }
+         return to_request(fn(static_cast<const Args&>(args), e));
+       }});
+    return *this;
+  }
+
+
+  /// Calls `fn`; a handler that returns nothing completed its job.
+  template <class F, class... Ts>
+  static outcome call(F& fn, const Ts&... xs) {
+    if constexpr (std::is_void_v<decltype(fn(xs...))>) {
+      fn(xs...);
+      return outcome::completed();
+    } else {
+      return fn(xs...);
+    }
+  }
+
   std::unordered_map<std::string, raw_handler> handlers_;
+  std::unordered_map<std::string, std::vector<hook>> hooks_;
+  std::unordered_map<std::string, std::vector<follow_up_spec>> follow_ups_;
 };
 
 } // namespace aw

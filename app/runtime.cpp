@@ -8,8 +8,12 @@
 #include <caf/exit_reason.hpp>
 #include <spdlog/spdlog.h>
 
+#include <pqxx/pqxx>
+
 #include "actors/blocking_pool.hpp"
+#include "actors/hook_dispatcher.hpp"
 #include "actors/supervisor.hpp"
+#include "storage/callbacks.hpp"
 #include "app/registry.hpp"
 #include "messages/error.hpp"
 
@@ -24,17 +28,23 @@ std::string runtime::make_worker_id(const std::string& node) {
 
 runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                  std::shared_ptr<const registry> reg)
-  : sys_(sys) {
+  : sys_(sys), reg_(reg) {
   cfg.validate();
+  cfg_ = cfg;
   worker_id_ = make_worker_id(cfg.worker.node);
   size_t threads = 0;
   for (auto& q : cfg.queues)
     threads += static_cast<size_t>(q.concurrency);
-  pool_ = std::make_shared<blocking_pool>(std::move(reg), threads);
+  pool_ = std::make_shared<blocking_pool>(reg, threads);
+  // Hooks may block: the dispatcher gets a thread of its own.
+  auto hooks = sys.spawn<caf::detached>(hook_dispatcher_behavior, reg);
+  hooks_ = std::make_unique<caf::actor>(caf::actor_cast<caf::actor>(hooks));
   supervisor_config sc;
   sc.config = std::move(cfg);
   sc.worker_id = worker_id_;
   sc.dispatcher = pool_;
+  sc.reg = reg;
+  sc.hooks = hooks;
   auto sup = sys.spawn(supervisor_behavior, std::move(sc));
   auto ended = std::make_shared<std::promise<caf::error>>();
   ended_ = ended->get_future().share();
@@ -67,6 +77,8 @@ int64_t runtime::stop() {
                });
   }
   ended_.wait();
+  // Hooks are best effort: events still queued are dropped.
+  caf::anon_send_exit(*hooks_, caf::exit_reason::user_shutdown);
   // Handlers still running past the drain hold pool threads; the pool joins
   // them when the last reference (ours or an executor's) goes away.
   pool_.reset();
@@ -82,6 +94,57 @@ runtime::wait_for(std::chrono::milliseconds timeout) {
   if (ended_.wait_for(timeout) != std::future_status::ready)
     return std::nullopt;
   return ended_.get();
+}
+
+void runtime::resolve(const std::string& callback_id, int action,
+                      const nlohmann::json& payload, const std::string& error) {
+  pqxx::connection conn{cfg_.database.url};
+  pqxx::work tx{conn, "aw_callback"};
+  auto e = storage::resolve_callback(
+    tx, callback_id, static_cast<storage::callback_action>(action), payload,
+    error);
+  try {
+    auto requests = reg_->follow_ups(make_event(e));
+    if (!requests.empty())
+      enqueue_many(tx, requests);
+  } catch (const pqxx::broken_connection&) {
+    throw;
+  } catch (const std::exception& ex) {
+    throw storage::callback_error(
+      ec::follow_up_failed,
+      "callback " + callback_id + ": a follow-up of job kind '" + e.kind
+        + "' failed, so the resolution was rolled back: " + ex.what());
+  }
+  tx.commit();
+  caf::anon_send(caf::actor_cast<hook_dispatcher_actor>(*hooks_), std::move(e));
+}
+
+void runtime::complete_external(const std::string& callback_id,
+                                const nlohmann::json& payload) {
+  resolve(callback_id, static_cast<int>(storage::callback_action::complete),
+          payload, {});
+}
+
+void runtime::fail_external(const std::string& callback_id,
+                            const std::string& error) {
+  resolve(callback_id, static_cast<int>(storage::callback_action::fail),
+          nullptr, error);
+}
+
+void runtime::retry_external(const std::string& callback_id,
+                             const nlohmann::json& payload) {
+  resolve(callback_id, static_cast<int>(storage::callback_action::retry),
+          payload, {});
+}
+
+void runtime::resolve_callback(const std::string& callback_id,
+                               const nlohmann::json& payload,
+                               const std::string& default_action) {
+  auto action = storage::parse_callback_action(default_action);
+  std::string error;
+  if (action == storage::callback_action::fail && payload.is_object())
+    error = payload.value("error", std::string{});
+  resolve(callback_id, static_cast<int>(action), payload, error);
 }
 
 void runtime::wake(const std::string& queue) {

@@ -20,6 +20,8 @@
 #include <caf/fwd.hpp>
 #include <caf/error.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "config/config.hpp"
 
 namespace aw {
@@ -65,8 +67,41 @@ public:
   /// A worker id for `node`: "node:pid:random" (unique per process start).
   static std::string make_worker_id(const std::string& node);
 
+  // -- external callbacks ------------------------------------------------------
+  //
+  // Each resolves the job parked under `callback_id` in one transaction
+  // with its follow-ups (both commit or neither does), then fires the hooks
+  // in this process. An unknown id, a job no longer waiting, or a follow-up
+  // that fails throws storage::callback_error (code(): callback_not_found,
+  // callback_not_waiting, follow_up_failed) and changes nothing: the
+  // external sender can retry. Database errors throw pqxx exceptions.
+
+  /// Completes the job (event `completed`, zero duration); the payload is
+  /// stored in callback_result.
+  void complete_external(const std::string& callback_id,
+                         const nlohmann::json& payload = nullptr);
+
+  /// Fails the job for good: dead-lettered (event `exhausted`).
+  void fail_external(const std::string& callback_id, const std::string& error);
+
+  /// Makes the job available again at once (event `retried`); not charged.
+  void retry_external(const std::string& callback_id,
+                      const nlohmann::json& payload = nullptr);
+
+  /// Stores `payload` and applies `default_action` ("complete", "fail" or
+  /// "retry"); for "fail" the payload's "error" field, if any, is the message.
+  void resolve_callback(const std::string& callback_id,
+                        const nlohmann::json& payload,
+                        const std::string& default_action);
+
 private:
+  void resolve(const std::string& callback_id, int action,
+               const nlohmann::json& payload, const std::string& error);
+
   caf::actor_system& sys_;
+  runtime_config cfg_;
+  std::shared_ptr<const registry> reg_;
+  std::unique_ptr<caf::actor> hooks_;
   std::string worker_id_;
   std::shared_ptr<blocking_pool> pool_;
   // Behind a pointer so this header needs only caf/fwd.hpp.

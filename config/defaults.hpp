@@ -54,6 +54,10 @@ constexpr int rescue_batch = 1000;
 /// 0: no idle poll gate; every poller polls on its idle interval.
 constexpr int idle_poll_permits = 0;
 
+/// How long a job waits for its external callback when the handler gives
+/// no timeout.
+constexpr std::chrono::milliseconds callback_timeout = 1h;
+
 /// Jobs of one queue running at once on one node.
 constexpr int concurrency = 10;
 

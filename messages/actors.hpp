@@ -89,6 +89,12 @@ using lease_keeper_actor = caf::typed_actor<
   // The pollers whose jobs to keep alive (sent after every (re)spawn).
   caf::reacts_to<pollers_atom, std::vector<poller_actor>>>;
 
+/// Runs the lifecycle hooks of committed transitions, one event at a time,
+/// on a thread of its own: hooks never block executors or the claim path.
+using hook_dispatcher_actor = caf::typed_actor<
+  // A transition committed.
+  caf::reacts_to<job_event>>;
+
 /// Limits how many pollers of a process poll on the idle interval.
 using poll_gate_actor = caf::typed_actor<
   // A poller asks for a permit; the gate sends `permit_atom` to it when

@@ -29,6 +29,12 @@ const char* to_string(ec code) {
       return "not_found";
     case ec::internal:
       return "internal";
+    case ec::callback_not_found:
+      return "callback_not_found";
+    case ec::callback_not_waiting:
+      return "callback_not_waiting";
+    case ec::follow_up_failed:
+      return "follow_up_failed";
   }
   return "unknown_error";
 }
@@ -43,6 +49,14 @@ const char* to_string(outcome_kind k) {
       return "terminal failure";
     case outcome_kind::deadline_exceeded:
       return "deadline exceeded";
+    case outcome_kind::retry_after:
+      return "retry after";
+    case outcome_kind::snoozed:
+      return "snoozed";
+    case outcome_kind::cancelled:
+      return "cancelled";
+    case outcome_kind::waiting_callback:
+      return "waiting for callback";
   }
   return "?";
 }
@@ -53,6 +67,28 @@ const char* to_string(rescue_reason r) {
       return "stale heartbeat";
     case rescue_reason::deadline_exceeded:
       return "deadline exceeded";
+    case rescue_reason::expired_callback:
+      return "expired callback";
+  }
+  return "?";
+}
+
+const char* to_string(event_type t) {
+  switch (t) {
+    case event_type::started:
+      return "started";
+    case event_type::waiting_for_callback:
+      return "waiting_for_callback";
+    case event_type::completed:
+      return "completed";
+    case event_type::retried:
+      return "retried";
+    case event_type::exhausted:
+      return "exhausted";
+    case event_type::cancelled:
+      return "cancelled";
+    case event_type::rescued:
+      return "rescued";
   }
   return "?";
 }

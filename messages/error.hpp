@@ -34,6 +34,14 @@ enum class ec : uint8_t {
   not_found,
   /// A runtime component failed in a way it cannot recover from (a bug).
   internal,
+  /// No job has this callback id (or it is not a valid id). Nothing changed.
+  callback_not_found,
+  /// The callback's job is no longer waiting for it (already resolved,
+  /// timed out, or cancelled). Nothing changed.
+  callback_not_waiting,
+  /// A follow-up enqueue failed (its callable threw or its INSERT failed);
+  /// the transition it belonged to was rolled back.
+  follow_up_failed,
 };
 
 /// The category atom under which CAF carries our codes.

@@ -53,6 +53,17 @@ enum class outcome_kind : uint8_t {
   /// rescheduled like a retryable failure (or dead-lettered on its last
   /// attempt).
   deadline_exceeded,
+  /// The handler asked to run again after `delay_ms`: counts as a failed
+  /// attempt (dead-lettered on the last one), no backoff.
+  retry_after,
+  /// The handler asked to run again after `delay_ms` without it counting
+  /// as an attempt. Fires no event.
+  snoozed,
+  /// The handler cancelled the job: state `cancelled`, `message` the reason.
+  cancelled,
+  /// The handler parked the job until an external callback resolves it or
+  /// `delay_ms` passes: state `waiting_external` with a fresh callback_id.
+  waiting_callback,
 };
 
 /// Renders an outcome kind for logs.
@@ -62,13 +73,19 @@ const char* to_string(outcome_kind k);
 struct job_outcome {
   int64_t job_id = 0;
   outcome_kind kind = outcome_kind::completed;
-  /// The failure message recorded as `last_error_message`; empty on success.
+  /// The failure message recorded as `last_error_message` (the reason for
+  /// a cancel); empty on success.
   std::string message;
+  /// retry_after / snoozed: the delay; waiting_callback: the timeout.
+  int64_t delay_ms = 0;
+  /// How long the handler ran.
+  int64_t duration_ms = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
-  return f(caf::meta::type_name("job_outcome"), x.job_id, x.kind, x.message);
+  return f(caf::meta::type_name("job_outcome"), x.job_id, x.kind, x.message,
+           x.delay_ms, x.duration_ms);
 }
 
 /// Why maintenance rescued a running job.
@@ -77,6 +94,8 @@ enum class rescue_reason : uint8_t {
   stale_heartbeat,
   /// The run passed its deadline and its worker did not end it.
   deadline_exceeded,
+  /// The job waited for a callback past its timeout.
+  expired_callback,
 };
 
 /// Renders a rescue reason for logs.
@@ -91,12 +110,55 @@ struct rescued_job {
   bool dead_lettered = false;
   /// What was recorded as last_error_message.
   std::string message;
+  /// The committed row (the dead letter row when dead-lettered), as JSON.
+  std::string job_json;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rescued_job& x) {
   return f(caf::meta::type_name("rescued_job"), x.id, x.kind, x.reason,
-           x.dead_lettered, x.message);
+           x.dead_lettered, x.message, x.job_json);
+}
+
+/// The points in a job's life that hooks observe.
+enum class event_type : uint8_t {
+  /// The claim committed; the handler is about to run.
+  started,
+  /// The job parked waiting for an external callback.
+  waiting_for_callback,
+  /// The job completed (duration zero when a callback completed it).
+  completed,
+  /// The attempt failed (or asked to retry) and the job will run again.
+  retried,
+  /// The job ran out of attempts or failed terminally: dead-lettered.
+  exhausted,
+  /// The job was cancelled.
+  cancelled,
+  /// Maintenance rescued it (stale heartbeat, deadline, expired callback).
+  rescued,
+};
+
+/// Renders an event type for logs ("completed", ...).
+const char* to_string(event_type t);
+
+/// A committed transition, on its way to the hooks of the job's kind.
+struct job_event {
+  event_type type = event_type::started;
+  std::string kind;
+  /// The committed job row as a JSON object (keys = column names).
+  std::string job_json;
+  /// completed: how long the handler ran (0 for a callback completion).
+  int64_t duration_ms = 0;
+  /// retried / exhausted: the error; cancelled: the reason.
+  std::string message;
+  /// rescued: why.
+  rescue_reason reason = rescue_reason::stale_heartbeat;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_event& x) {
+  return f(caf::meta::type_name("job_event"), x.type, x.kind, x.job_json,
+           x.duration_ms, x.message, x.reason);
 }
 
 /// What storage did with an outcome.

@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "messages/job.hpp"
+#include "storage/enqueue.hpp"
 
 namespace pqxx {
 class connection_base;
@@ -35,6 +37,20 @@ struct job_store_options {
   std::chrono::milliseconds heartbeat_interval{30'000};
 };
 
+/// What finish() did with one outcome.
+struct finish_report {
+  finish_result result = finish_result::stale;
+  /// The transition fires an event (and has the committed row in
+  /// event.job_json when the kind is observed).
+  bool has_event = false;
+  job_event event;
+};
+
+/// Computes the durable follow-up jobs of a committed transition, inside
+/// its transaction. Throwing rolls the whole transaction back.
+using follow_up_function
+  = std::function<std::vector<enqueue_request>(const job_event&)>;
+
 class job_store {
 public:
   explicit job_store(job_store_options opts);
@@ -56,7 +72,8 @@ public:
   /// in claim order: priority, run_at, id. A job without a deadline of its
   /// own gets `default_deadline_ms` (0 = none).
   std::vector<claimed_job> claim(const std::string& queue, int limit,
-                                 int64_t default_deadline_ms = 0);
+                                 int64_t default_deadline_ms = 0,
+                                 std::vector<job_event>* started = nullptr);
 
   /// Refreshes the leases of `ids` (one statement); returns those still
   /// running under this worker.
@@ -67,9 +84,23 @@ public:
   /// backoff or dead-lettered.
   std::vector<rescued_job> rescue(int limit);
 
-  /// Applies many outcomes in one transaction. Completions are one
-  /// statement for the whole batch. Returns one result per outcome, in order.
-  std::vector<finish_result> finish(const std::vector<job_outcome>& outcomes);
+  /// Applies many outcomes in one transaction, with their follow-ups.
+  /// Completions are one statement for the whole batch. Returns one report
+  /// per outcome, in order.
+  std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes);
+
+  /// Kinds whose transitions someone observes (hooks or follow-ups): only
+  /// for those does a completion return its row.
+  void observe(const std::vector<std::string>& kinds);
+
+  /// Inserts the follow-ups of already committed transitions (rescues) in
+  /// a transaction of their own.
+  void enqueue_follow_ups(const std::vector<job_event>& events);
+
+  /// Installs the follow-up computation run inside finish()'s transaction.
+  void set_follow_ups(follow_up_function fn) {
+    follow_ups_ = std::move(fn);
+  }
 
   /// Puts jobs this worker still holds back to `available` without
   /// charging an attempt, and wakes other workers. Returns how many.
@@ -88,11 +119,18 @@ public:
 
 private:
   job_store_options opts_;
+  /// Text array literal of the observed kinds ("{}" for none).
+  std::string observed_kinds_ = "{}";
+  follow_up_function follow_ups_;
   // pqxx::connection is a typedef (not forward-declarable) and its base has
   // no virtual destructor: the deleter, defined in the .cpp, knows the type.
   using connection_deleter = void (*)(pqxx::connection_base*);
   std::unique_ptr<pqxx::connection_base, connection_deleter> conn_;
 };
+
+/// Renders strings as a PostgreSQL text array literal, quoted and escaped,
+/// for a `$1::text[]` parameter.
+std::string to_text_array_literal(const std::vector<std::string>& items);
 
 /// Renders ids as a PostgreSQL array literal ("{1,2,3}") for a
 /// `$1::bigint[]` parameter: libpqxx 6 has no array parameters.

@@ -216,7 +216,7 @@ BOOST_AUTO_TEST_CASE(finish_completed_marks_the_row_completed) {
   auto ids = enqueue_n(db, 1);
   auto store = make_store(db, "w1", 1h);
   BOOST_REQUIRE_EQUAL(store.claim("default", 1).size(), 1u);
-  auto results = store.finish({{ids[0], aw::outcome_kind::completed, ""}});
+  auto results = aw::test::results(store.finish({{ids[0], aw::outcome_kind::completed, ""}}));
   BOOST_TEST((results == std::vector<aw::finish_result>{aw::finish_result::applied}));
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state" + row_where(ids[0])) == "completed");
@@ -229,8 +229,8 @@ BOOST_AUTO_TEST_CASE(finish_completed_with_zero_retention_deletes_the_row) {
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 0ms);
   BOOST_REQUIRE_EQUAL(store.claim("default", 2).size(), 2u);
-  auto results = store.finish({{ids[0], aw::outcome_kind::completed, ""},
-                               {ids[1], aw::outcome_kind::completed, ""}});
+  auto results = aw::test::results(store.finish({{ids[0], aw::outcome_kind::completed, ""},
+                               {ids[1], aw::outcome_kind::completed, ""}}));
   BOOST_TEST((results
               == std::vector<aw::finish_result>{aw::finish_result::applied,
                                                 aw::finish_result::applied}));
@@ -246,10 +246,10 @@ BOOST_AUTO_TEST_CASE(finish_applies_a_mixed_batch_and_answers_in_order) {
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
   BOOST_REQUIRE_EQUAL(store.claim("default", 3).size(), 3u);
-  auto results = store.finish(
+  auto results = aw::test::results(store.finish(
     {{ids[2], aw::outcome_kind::terminal_failure, "bad"},
      {ids[0], aw::outcome_kind::completed, ""},
-     {ids[1], aw::outcome_kind::retryable_failure, "try again"}});
+     {ids[1], aw::outcome_kind::retryable_failure, "try again"}}));
   BOOST_TEST(results.size() == 3u);
   for (auto r : results)
     BOOST_TEST((r == aw::finish_result::applied));
@@ -270,9 +270,9 @@ BOOST_AUTO_TEST_CASE(stale_outcome_of_a_released_job_changes_nothing) {
   BOOST_REQUIRE_EQUAL(store.claim("default", 3).size(), 3u);
   BOOST_TEST(store.release(ids) == 3);
   auto results
-    = store.finish({{ids[0], aw::outcome_kind::completed, ""},
+    = aw::test::results(store.finish({{ids[0], aw::outcome_kind::completed, ""},
                     {ids[1], aw::outcome_kind::retryable_failure, "late"},
-                    {ids[2], aw::outcome_kind::terminal_failure, "late"}});
+                    {ids[2], aw::outcome_kind::terminal_failure, "late"}}));
   for (auto r : results)
     BOOST_TEST((r == aw::finish_result::stale));
   aw::test::db_session s{db.url};
@@ -290,14 +290,14 @@ BOOST_AUTO_TEST_CASE(outcome_from_a_worker_that_does_not_hold_the_job_is_stale) 
   auto owner = make_store(db, "owner", 1h);
   auto intruder = make_store(db, "intruder", 1h);
   BOOST_REQUIRE_EQUAL(owner.claim("default", 1).size(), 1u);
-  BOOST_TEST((intruder.finish({{ids[0], aw::outcome_kind::completed, ""}})
+  BOOST_TEST((aw::test::results(intruder.finish({{ids[0], aw::outcome_kind::completed, ""}}))
               == std::vector<aw::finish_result>{aw::finish_result::stale}));
   BOOST_TEST(intruder.release(ids) == 0);
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state" + row_where(ids[0])) == "running");
   BOOST_TEST(s.text("SELECT locked_by" + row_where(ids[0])) == "owner");
   // The owner's outcome still applies.
-  BOOST_TEST((owner.finish({{ids[0], aw::outcome_kind::completed, ""}})
+  BOOST_TEST((aw::test::results(owner.finish({{ids[0], aw::outcome_kind::completed, ""}}))
               == std::vector<aw::finish_result>{aw::finish_result::applied}));
 }
 

@@ -9,7 +9,18 @@
 
 #include <pqxx/pqxx>
 
+#include "storage/job_store.hpp"
+
 namespace aw::test {
+
+/// The finish_result of each report (what most tests compare).
+inline std::vector<aw::finish_result>
+results(const std::vector<aw::storage::finish_report>& reports) {
+  std::vector<aw::finish_result> out;
+  for (auto& r : reports)
+    out.push_back(r.result);
+  return out;
+}
 
 /// One connection, one autocommit statement per call.
 struct db_session {

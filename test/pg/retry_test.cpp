@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
   for (size_t i = 0; i < ids.size(); ++i)
     outcomes.push_back({ids[i], aw::outcome_kind::retryable_failure,
                         "boom " + std::to_string(i)});
-  for (auto r : store.finish(outcomes))
+  for (auto r : aw::test::results(store.finish(outcomes)))
     BOOST_TEST((r == aw::finish_result::applied));
   aw::test::db_session s{db.url};
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(terminal_error_is_terminal) {
 BOOST_AUTO_TEST_CASE(builtin_fail_fails_its_first_n_attempts) {
   aw::registry reg;
   aw::register_builtin_kinds(reg);
-  BOOST_TEST(reg.kinds() == (std::vector<std::string>{"fail", "noop", "sleep"}),
+  BOOST_TEST(reg.kinds() == (std::vector<std::string>{"await_callback", "fail", "noop", "sleep"}),
              boost::test_tools::per_element());
   auto args = R"({"times":2,"message":"nope"})";
   BOOST_TEST(reg.run(make_job("fail", args, 0)).kind

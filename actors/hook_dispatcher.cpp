@@ -1,0 +1,26 @@
+#include "actors/hook_dispatcher.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "app/registry.hpp"
+
+namespace aw {
+
+hook_dispatcher_actor::behavior_type
+hook_dispatcher_behavior(hook_dispatcher_actor::pointer,
+                         std::shared_ptr<const registry> reg) {
+  return {
+    [reg](const job_event& e) {
+      try {
+        auto ev = make_event(e);
+        if (reg->has_hooks(ev.kind))
+          reg->run_hooks(ev);
+      } catch (const std::exception& ex) {
+        spdlog::error("hooks: cannot dispatch a {} event: {}",
+                      to_string(e.type), ex.what());
+      }
+    },
+  };
+}
+
+} // namespace aw

@@ -1,0 +1,128 @@
+#include "storage/callbacks.hpp"
+
+#include <cctype>
+
+#include <pqxx/pqxx>
+
+#include "config/defaults.hpp"
+
+namespace aw::storage {
+
+namespace {
+
+constexpr const char* complete_sql = R"sql(
+UPDATE jobs AS j
+   SET state = 'completed', finalized_at = now(), callback_result = $2::jsonb,
+       callback_timeout_at = NULL
+ WHERE callback_id = $1::uuid AND state = 'waiting_external'
+RETURNING to_jsonb(j)::text
+)sql";
+
+constexpr const char* retry_sql = R"sql(
+WITH resumed AS (
+  UPDATE jobs AS j
+     SET state = 'available', run_at = now(), callback_result = $2::jsonb,
+         callback_timeout_at = NULL
+   WHERE callback_id = $1::uuid AND state = 'waiting_external'
+  RETURNING j.*
+), woken AS (
+  SELECT pg_notify($3, queue) FROM resumed
+)
+SELECT to_jsonb(r)::text, (SELECT count(*) FROM woken) FROM resumed AS r
+)sql";
+
+constexpr const char* fail_sql = R"sql(
+WITH moved AS (
+  DELETE FROM jobs
+   WHERE callback_id = $1::uuid AND state = 'waiting_external'
+  RETURNING *
+)
+INSERT INTO dead_letter_jobs AS d
+  (original_job_id, kind, queue, args, priority, attempt, max_attempts,
+   error_count, last_error_message, created_at, failed_at, metadata, tags)
+SELECT id, kind, queue, args, priority, attempt, max_attempts,
+       error_count + 1, $2, created_at, now(), metadata, tags
+  FROM moved
+RETURNING to_jsonb(d)::text
+)sql";
+
+bool is_uuid(const std::string& s) {
+  if (s.size() != 36)
+    return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : !std::isxdigit(static_cast<unsigned char>(s[i])))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+callback_action parse_callback_action(const std::string& text) {
+  if (text == "complete")
+    return callback_action::complete;
+  if (text == "fail")
+    return callback_action::fail;
+  if (text == "retry")
+    return callback_action::retry;
+  throw std::invalid_argument("unknown callback action '" + text
+                              + "' (expected complete, fail or retry)");
+}
+
+job_event resolve_callback(pqxx::dbtransaction& tx,
+                           const std::string& callback_id,
+                           callback_action action,
+                           const nlohmann::json& payload,
+                           const std::string& error_message) {
+  if (!is_uuid(callback_id))
+    throw callback_error(ec::callback_not_found,
+                         "'" + callback_id
+                           + "' is not a callback id (expected a UUID such as "
+                             "0b5e5c3e-6f1a-4c1e-9d7e-2a3b4c5d6e7f)");
+  // The resolution runs in a savepoint so that a refused one leaves the
+  // caller's transaction usable.
+  pqxx::subtransaction sub(tx, "aw_callback");
+  pqxx::result rows;
+  job_event e;
+  auto payload_text = payload.is_null() ? std::optional<std::string>{}
+                                        : std::optional<std::string>{payload.dump()};
+  switch (action) {
+    case callback_action::complete:
+      rows = sub.exec_params(complete_sql, callback_id, payload_text);
+      e.type = event_type::completed;
+      break;
+    case callback_action::retry:
+      rows = sub.exec_params(retry_sql, callback_id, payload_text,
+                             defaults::notify_channel);
+      e.type = event_type::retried;
+      break;
+    case callback_action::fail:
+      e.message = error_message.empty() ? "failed by its external callback"
+                                        : error_message;
+      rows = sub.exec_params(fail_sql, callback_id, e.message);
+      e.type = event_type::exhausted;
+      break;
+  }
+  if (rows.empty()) {
+    auto job = sub.exec_params("SELECT id, state FROM jobs "
+                               "WHERE callback_id = $1::uuid",
+                               callback_id);
+    sub.commit();
+    if (job.empty())
+      throw callback_error(ec::callback_not_found,
+                           "no job has callback id " + callback_id);
+    throw callback_error(ec::callback_not_waiting,
+                         "callback " + callback_id + " belongs to job "
+                           + job[0][0].as<std::string>()
+                           + ", which is no longer waiting for it (state "
+                           + job[0][1].as<std::string>()
+                           + "): it was already resolved or timed out");
+  }
+  sub.commit();
+  e.job_json = rows[0][0].as<std::string>();
+  e.kind = nlohmann::json::parse(e.job_json).value("kind", std::string{});
+  return e;
+}
+
+} // namespace aw::storage
