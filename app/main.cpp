@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <caf/actor_system.hpp>
@@ -77,6 +78,10 @@ int run_worker(const aw::runtime_config& cfg) {
   aw::register_builtin_kinds(*reg, cfg.database.url);
 
   caf::actor_system_config sys_cfg;
+  // CAF's default is at least 4 scheduler threads; handlers run on the
+  // blocking pool, so the actors need no more threads than cores.
+  sys_cfg.set("scheduler.max-threads",
+              std::max(2u, std::thread::hardware_concurrency()));
   caf::actor_system sys{sys_cfg};
   std::string queues;
   for (auto& q : cfg.queues)

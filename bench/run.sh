@@ -22,7 +22,7 @@
 #   REPS (2)             repetitions of every configuration
 #   CONCURRENCY (500)    [queues.default] concurrency per process (= handler threads per process);
 #                        500 was the best of 50, 200, 500, 1000 on a 2-core machine (bench/README.md)
-#   POOL_SIZE (4)        [database] pool_size: 1 claim connection + POOL_SIZE-1 outcome connections
+#   POOL_SIZE (2)        [database] pool_size (the product default): 1 claim connection + POOL_SIZE-1 outcome connections
 #   PROCS (1,2)          worker processes (each with the concurrency and pool above)
 #   RETENTION (24h)      [worker] completed_retention. "0" deletes rows at completion (like graphile-
 #                        worker); the check is then weaker: no row and no dead letter left
@@ -47,7 +47,7 @@ ROOT=$(dirname "$HERE")
 N=${N:-50000}
 REPS=${REPS:-2}
 CONCURRENCY=${CONCURRENCY:-500}
-POOL_SIZE=${POOL_SIZE:-4}
+POOL_SIZE=${POOL_SIZE:-2}
 PROCS=${PROCS:-1,2}
 POLL_INTERVAL=${POLL_INTERVAL:-1s}
 RETENTION=${RETENTION:-24h}
