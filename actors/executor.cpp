@@ -24,9 +24,16 @@ executor_behavior(executor_pointer self, claimed_job job,
     self->delayed_send(self, std::chrono::milliseconds{job.deadline_ms},
                        deadline_atom::value);
   auto me = caf::actor_cast<executor_actor>(self);
-  dispatcher->dispatch(std::move(job), st.cancel, [me](job_outcome outcome) {
-    caf::anon_send(me, outcome_atom::value, std::move(outcome));
-  });
+  auto started = std::chrono::steady_clock::now();
+  dispatcher->dispatch(std::move(job), st.cancel,
+                       [me, started](job_outcome outcome) {
+                         outcome.duration_ms
+                           = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - started)
+                               .count();
+                         caf::anon_send(me, outcome_atom::value,
+                                        std::move(outcome));
+                       });
   return {
     [self, completer, poller](outcome_atom, job_outcome& outcome) {
       auto& st = self->state;
@@ -47,11 +54,22 @@ executor_behavior(executor_pointer self, claimed_job job,
                             std::chrono::milliseconds{st.deadline_ms});
       }
       auto kind = outcome.kind;
-      if (kind == outcome_kind::completed)
-        spdlog::debug("job {} completed", id);
-      else
-        spdlog::warn("job {} failed ({}): {}", id, to_string(kind),
-                     outcome.message);
+      switch (kind) {
+        case outcome_kind::completed:
+          spdlog::debug("job {} completed in {} ms", id, outcome.duration_ms);
+          break;
+        case outcome_kind::snoozed:
+        case outcome_kind::waiting_callback:
+          spdlog::info("job {}: {} ({} ms)", id, to_string(kind),
+                       outcome.delay_ms);
+          break;
+        case outcome_kind::cancelled:
+          spdlog::info("job {} cancelled: {}", id, outcome.message);
+          break;
+        default:
+          spdlog::warn("job {} failed ({}): {}", id, to_string(kind),
+                       outcome.message);
+      }
       self->request(completer, caf::infinite, finish_atom::value,
                     std::move(outcome))
         .then(

@@ -24,6 +24,7 @@
 #include "config/config.hpp"
 #include "messages/error.hpp"
 #include "storage/admin.hpp"
+#include "storage/callbacks.hpp"
 #include "storage/db_error.hpp"
 #include "storage/enqueue.hpp"
 #include "storage/migrations.hpp"
@@ -129,6 +130,8 @@ struct enqueue_options {
   int max_attempts = 0;
   std::string delay;
   std::string deadline;
+  bool unique = false;
+  std::string ordering_key;
 };
 
 int enqueue(const aw::runtime_config& cfg, const enqueue_options& o) {
@@ -161,6 +164,10 @@ int enqueue(const aw::runtime_config& cfg, const enqueue_options& o) {
       throw usage_error(std::string{"--deadline: "} + e.what());
     }
   }
+  if (o.unique)
+    opts.unique = aw::unique_options{};
+  if (!o.ordering_key.empty())
+    opts.ordering_key = o.ordering_key;
   pqxx::connection conn{cfg.database.url};
   pqxx::work tx{conn};
   int64_t id;
@@ -172,6 +179,46 @@ int enqueue(const aw::runtime_config& cfg, const enqueue_options& o) {
   tx.commit();
   std::cout << id << std::endl;
   return exit_ok;
+}
+
+/// Resolves a callback without hooks: the CLI has no worker, so it changes
+/// the job and inserts no follow-ups and fires no hook (as the spec says of
+/// resolutions outside a worker process).
+int resolve_callback(const aw::runtime_config& cfg, const std::string& action,
+                     const std::string& callback_id,
+                     const std::string& payload_text) {
+  nlohmann::json payload;
+  if (!payload_text.empty()) {
+    try {
+      payload = nlohmann::json::parse(payload_text);
+    } catch (const std::exception& e) {
+      throw usage_error("PAYLOAD_JSON is not valid JSON: "
+                        + std::string{e.what()});
+    }
+  }
+  std::string error;
+  if (action == "fail")
+    error = payload.is_object() ? payload.value("error", std::string{})
+            : payload.is_string() ? payload.get<std::string>()
+                                  : std::string{};
+  pqxx::connection conn{cfg.database.url};
+  pqxx::work tx{conn};
+  try {
+    auto e = aw::storage::resolve_callback(
+      tx, callback_id, aw::storage::parse_callback_action(action), payload,
+      error);
+    tx.commit();
+    auto job = nlohmann::json::parse(e.job_json);
+    std::cout << "job "
+              << job.value(job.contains("original_job_id") ? "original_job_id"
+                                                           : "id",
+                           int64_t{0})
+              << ": " << aw::to_string(e.type) << std::endl;
+    return exit_ok;
+  } catch (const aw::storage::callback_error& e) {
+    spdlog::error("{}", e.what());
+    return exit_failure;
+  }
 }
 
 int show_job(const aw::runtime_config& cfg, int64_t id, bool json) {
@@ -256,6 +303,11 @@ int main(int argc, char** argv) {
     ->check(CLI::PositiveNumber);
   enqueue_cmd->add_option("--delay", enq.delay,
                           "run after SECONDS (or a duration: 500ms, 2m)");
+  enqueue_cmd->add_flag("--unique", enq.unique,
+                        "at most one such job (same kind and args) at a time; "
+                        "a duplicate prints the existing job's id");
+  enqueue_cmd->add_option("--ordering-key", enq.ordering_key,
+                          "jobs with the same key run one at a time, in order");
   enqueue_cmd->add_option("--deadline", enq.deadline,
                           "cancel and rescue a run longer than SECONDS (or a "
                           "duration: 30s, 5m)");
@@ -277,6 +329,26 @@ int main(int argc, char** argv) {
   dlq_list_cmd->add_option("--queue", dlq_queue, "only this queue");
   dlq_list_cmd->add_flag("--json", json, "a JSON array");
 
+  auto* callback_cmd = app.add_subcommand(
+    "callback", "resolve a job waiting for an external callback");
+  callback_cmd->require_subcommand(1);
+  std::string callback_action;
+  std::string callback_id;
+  std::string callback_payload;
+  for (auto* name : {"complete", "fail", "retry"}) {
+    auto* sub = callback_cmd->add_subcommand(
+      name, std::string{name == std::string{"complete"} ? "complete the job"
+                        : name == std::string{"fail"}
+                          ? "fail it for good (dead letter queue); the "
+                            "payload's \"error\" is the message"
+                          : "make it available again"});
+    sub->add_option("CALLBACK_ID", callback_id, "the job's callback_id")
+      ->required();
+    sub->add_option("PAYLOAD_JSON", callback_payload,
+                    "stored in callback_result");
+    sub->callback([&callback_action, name] { callback_action = name; });
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -296,6 +368,9 @@ int main(int argc, char** argv) {
       return show_job(cfg, job_id, json);
     if (*dlq_list_cmd)
       return list_dead_letters(cfg, limit, dlq_queue, json);
+    if (*callback_cmd)
+      return resolve_callback(cfg, callback_action, callback_id,
+                              callback_payload);
   } catch (const aw::config_error& e) {
     spdlog::error("invalid configuration: {}", e.what());
     return exit_usage;

@@ -1,5 +1,6 @@
 #include "storage/enqueue.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <pqxx/pqxx>
@@ -12,10 +13,11 @@ namespace {
 // round trip however many jobs, and no SQL is ever built from values.
 constexpr const char* enqueue_sql = R"sql(
 INSERT INTO jobs (kind, queue, args, state, priority, run_at, max_attempts,
-                  metadata, tags, deadline_ms)
+                  metadata, tags, deadline_ms, ordering_key)
 SELECT r.kind, r.queue, r.args,
        CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
-       r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms
+       r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms,
+       r.ordering_key
   FROM (SELECT e.doc->>'kind' AS kind,
                e.doc->>'queue' AS queue,
                e.doc->'args' AS args,
@@ -27,10 +29,52 @@ SELECT r.kind, r.queue, r.args,
                e.doc->'metadata' AS metadata,
                ARRAY(SELECT jsonb_array_elements_text(e.doc->'tags')) AS tags,
                (e.doc->>'deadline_ms')::bigint AS deadline_ms,
+               e.doc->>'ordering_key' AS ordering_key,
                e.ord
           FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(doc, ord)) AS r
  ORDER BY r.ord
 RETURNING id
+)sql";
+
+// A unique job: the key is a SHA-256 of kind, args (jsonb text is
+// canonical: keys sorted), optionally queue and period bucket.
+constexpr const char* unique_key_sql = R"sql(
+SELECT encode(sha256(convert_to(
+         $1 || chr(31) || $2::jsonb::text || chr(31)
+         || CASE WHEN $3 THEN $4 ELSE '' END || chr(31)
+         || CASE WHEN $5::bigint > 0
+                 THEN floor(extract(epoch FROM now()) * 1000 / $5::bigint)::bigint::text
+                 ELSE '' END, 'UTF8')), 'hex')
+)sql";
+
+constexpr const char* unique_insert_sql = R"sql(
+INSERT INTO jobs (kind, queue, args, state, priority, run_at, max_attempts,
+                  metadata, tags, deadline_ms, ordering_key, unique_key,
+                  unique_states)
+SELECT e.doc->>'kind', e.doc->>'queue', e.doc->'args', s.state,
+       (e.doc->>'priority')::integer, s.run_at,
+       (e.doc->>'max_attempts')::integer, e.doc->'metadata',
+       ARRAY(SELECT jsonb_array_elements_text(e.doc->'tags')),
+       (e.doc->>'deadline_ms')::bigint, e.doc->>'ordering_key', $2,
+       $3::text[]
+  FROM (SELECT $1::jsonb AS doc) AS e,
+       LATERAL (SELECT t.run_at,
+                       CASE WHEN t.run_at > now() THEN 'scheduled'
+                            ELSE 'available' END AS state
+                  FROM (SELECT coalesce((e.doc->>'run_at')::timestamptz,
+                                        now() + (e.doc->>'delay_ms')::bigint
+                                                * interval '1 millisecond')
+                                 AS run_at) AS t) AS s
+ON CONFLICT (unique_key)
+   WHERE unique_key IS NOT NULL
+     AND actor_worker_unique_active(state, unique_states)
+   DO NOTHING
+RETURNING id
+)sql";
+
+constexpr const char* unique_existing_sql = R"sql(
+SELECT id FROM jobs
+ WHERE unique_key = $1 AND actor_worker_unique_active(state, unique_states)
 )sql";
 
 nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
@@ -64,6 +108,27 @@ nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
     row["max_attempts"] = *opts.max_attempts;
   if (opts.deadline)
     row["deadline_ms"] = opts.deadline->count();
+  if (opts.ordering_key) {
+    if (opts.ordering_key->empty())
+      throw std::invalid_argument("enqueue: the ordering key of kind '" + kind
+                                  + "' must not be empty");
+    row["ordering_key"] = *opts.ordering_key;
+  }
+  if (opts.unique) {
+    static const std::vector<std::string> valid = {
+      "scheduled", "available", "running", "waiting_external", "completed",
+      "cancelled"};
+    if (opts.unique->states.empty())
+      throw std::invalid_argument("enqueue: the unique states of kind '" + kind
+                                  + "' must not be empty");
+    for (auto& st : opts.unique->states)
+      if (std::find(valid.begin(), valid.end(), st) == valid.end())
+        throw std::invalid_argument("enqueue: '" + st + "' (unique states of "
+                                    "kind '" + kind + "') is not a job state");
+    if (opts.unique->period.count() < 0)
+      throw std::invalid_argument("enqueue: the unique period of kind '" + kind
+                                  + "' must not be negative");
+  }
   if (opts.run_at) {
     // Microseconds since the epoch, rendered as an ISO timestamp in UTC.
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -88,18 +153,63 @@ nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
 
 } // namespace
 
+namespace {
+
+/// Inserts one unique job, or finds the job that blocks it.
+int64_t enqueue_unique(pqxx::transaction_base& tx, const nlohmann::json& row,
+                       const enqueue_request& req) {
+  const auto& u = *req.options.unique;
+  auto key = tx.exec_params1(unique_key_sql, req.kind, row["args"].dump(),
+                             u.by_queue, req.options.queue,
+                             static_cast<int64_t>(u.period.count()))[0]
+               .as<std::string>();
+  std::string states = "{";
+  for (size_t i = 0; i < u.states.size(); ++i)
+    states += (i > 0 ? "," : "") + u.states[i];
+  states += "}";
+  // A concurrent producer of the same job makes our INSERT wait for its
+  // commit and then do nothing; the lookup (a new statement, so a new
+  // snapshot in READ COMMITTED) then sees its row. Should that job leave
+  // its unique states in between, insert again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto inserted = tx.exec_params(unique_insert_sql, row.dump(), key, states);
+    if (!inserted.empty())
+      return inserted[0][0].as<int64_t>();
+    auto existing = tx.exec_params(unique_existing_sql, key);
+    if (!existing.empty())
+      return existing[0][0].as<int64_t>();
+  }
+  throw std::runtime_error("enqueue: unique job of kind '" + req.kind
+                           + "' neither inserted nor found after 3 tries");
+}
+
+} // namespace
+
 std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
                                   const std::vector<enqueue_request>& jobs) {
   if (jobs.empty())
     return {};
+  std::vector<int64_t> ids(jobs.size(), 0);
   auto rows = nlohmann::json::array();
-  for (const auto& job : jobs)
-    rows.push_back(to_row(job.kind, job.args, job.options));
-  auto result = tx.exec_params(enqueue_sql, rows.dump());
-  std::vector<int64_t> ids;
-  ids.reserve(result.size());
-  for (const auto& row : result)
-    ids.push_back(row[0].as<int64_t>());
+  std::vector<size_t> bulk; // positions of the jobs inserted together
+  std::vector<nlohmann::json> unique_rows(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    auto row = to_row(jobs[i].kind, jobs[i].args, jobs[i].options);
+    if (jobs[i].options.unique) {
+      unique_rows[i] = std::move(row);
+    } else {
+      rows.push_back(std::move(row));
+      bulk.push_back(i);
+    }
+  }
+  if (!bulk.empty()) {
+    auto result = tx.exec_params(enqueue_sql, rows.dump());
+    for (size_t k = 0; k < result.size() && k < bulk.size(); ++k)
+      ids[bulk[k]] = result[k][0].as<int64_t>();
+  }
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (jobs[i].options.unique)
+      ids[i] = enqueue_unique(tx, unique_rows[i], jobs[i]);
   return ids;
 }
 

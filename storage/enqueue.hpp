@@ -18,6 +18,23 @@ class transaction_base;
 
 namespace aw {
 
+/// Makes a job unique: at most one job with the same key among the jobs in
+/// `states`. The key is the kind and args, optionally the queue, optionally
+/// a time bucket. A duplicate enqueue inserts nothing and returns the id of
+/// the existing job. Enforced by a unique index, so concurrent producers
+/// cannot both win (enqueue in READ COMMITTED, PostgreSQL's default).
+struct unique_options {
+  /// Jobs of different queues with the same kind and args are different.
+  bool by_queue = false;
+  /// Non-zero: uniqueness holds within each period (e.g. one per hour),
+  /// counted from the epoch, by the database's clock.
+  std::chrono::milliseconds period{0};
+  /// The states in which a job blocks a duplicate. A job that moves to
+  /// another state (or to the dead letter queue) no longer does.
+  std::vector<std::string> states = {"scheduled", "available", "running",
+                                     "waiting_external", "completed"};
+};
+
 /// Options of one enqueued job. Every field has the column's default.
 struct insert_options {
   /// The queue that runs it.
@@ -37,6 +54,12 @@ struct insert_options {
   /// Longest a run may take; an overrun is cancelled and rescued. Unset
   /// uses the queue's default deadline, if it has one.
   std::optional<std::chrono::milliseconds> deadline;
+  /// Set: see unique_options.
+  std::optional<unique_options> unique;
+  /// Jobs sharing an ordering key run one at a time, in enqueue (id)
+  /// order, across the whole cluster: a job waits until every earlier job
+  /// of its key has completed, been cancelled or dead-lettered.
+  std::optional<std::string> ordering_key;
 };
 
 /// One job of a bulk enqueue.
@@ -53,7 +76,8 @@ int64_t enqueue(pqxx::transaction_base& tx, const std::string& kind,
                 const nlohmann::json& args, const insert_options& opts = {});
 
 /// Inserts many jobs in one statement (one NOTIFY per queue) and returns
-/// their ids in request order.
+/// their ids in request order. Unique jobs take a statement each (see
+/// unique_options): their id is the existing job's when one blocks them.
 std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
                                   const std::vector<enqueue_request>& jobs);
 

@@ -22,6 +22,14 @@ constexpr const char* claim_sql = R"sql(
 WITH picked AS (
   SELECT id FROM jobs
    WHERE queue = $1 AND state IN ('available', 'scheduled') AND run_at <= now()
+     -- A job with an ordering key waits for every earlier unfinished job of
+     -- its key (an earlier one being claimed right now is still 'available'
+     -- in this snapshot, so two of a key are never claimed together).
+     AND (ordering_key IS NULL OR NOT EXISTS (
+           SELECT 1 FROM jobs AS o
+            WHERE o.ordering_key = jobs.ordering_key AND o.id < jobs.id
+              AND o.state IN ('scheduled', 'available', 'running',
+                              'waiting_external')))
    ORDER BY priority, run_at, id
    LIMIT $3
    FOR UPDATE SKIP LOCKED
