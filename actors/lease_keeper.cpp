@@ -67,8 +67,20 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
     return;
   }
   auto sent_at = self->clock().now();
-  self->request(st.cfg.store, st.cfg.heartbeat_interval, heartbeat_atom::value,
-                snap->ids)
+  // The watchdog runs when this request fails. A database that hangs
+  // (a partition) rather than refusing fails it only by the timeout, and
+  // rounds then come every two intervals; so wait no longer than until the
+  // first of these jobs is due to be abandoned, or the watchdog would act
+  // up to a whole interval late, when another node may already reclaim.
+  auto limit = st.cfg.reclaim_window - st.cfg.heartbeat_interval;
+  auto due = sent_at + limit;
+  for (auto claimed : snap->claimed_at)
+    due = std::min(due, std::max(claimed, st.last_refresh) + limit);
+  auto timeout = std::max(
+    std::chrono::milliseconds{1},
+    std::min(st.cfg.heartbeat_interval,
+             std::chrono::ceil<std::chrono::milliseconds>(due - sent_at)));
+  self->request(st.cfg.store, timeout, heartbeat_atom::value, snap->ids)
     .then(
       [self, snap, sent_at](std::vector<int64_t>& alive) {
         auto& st = self->state;
