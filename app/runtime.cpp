@@ -114,6 +114,12 @@ void runtime::resolve(const std::string& callback_id, int action,
       ec::follow_up_failed,
       "callback " + callback_id + ": a follow-up of job kind '" + e.kind
         + "' failed, so the resolution was rolled back: " + ex.what());
+  } catch (...) {
+    throw storage::callback_error(
+      ec::follow_up_failed,
+      "callback " + callback_id + ": a follow-up of job kind '" + e.kind
+        + "' threw a non-standard exception, so the resolution was rolled "
+          "back");
   }
   tx.commit();
   caf::anon_send(caf::actor_cast<hook_dispatcher_actor>(*hooks_), std::move(e));

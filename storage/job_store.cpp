@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
 #include "config/defaults.hpp"
@@ -228,6 +230,36 @@ DELETE FROM jobs WHERE id IN (
    LIMIT $2)
 )sql";
 
+/// The follow-ups of one committed transition. A callable that throws
+/// (anything) is reported as an error naming the trigger's kind, event and
+/// job, so the failure recorded instead of the outcome says which
+/// follow-up failed; a non-standard exception must not escape into the
+/// storage actor either.
+std::vector<enqueue_request> follow_ups_of(const follow_up_function& fn,
+                                           const job_event& e) {
+  auto fail = [&](const std::string& why) {
+    auto job = nlohmann::json::parse(e.job_json, nullptr, false);
+    std::string kind = e.kind;
+    int64_t id = 0;
+    if (job.is_object()) {
+      if (kind.empty())
+        kind = job.value("kind", std::string{"?"});
+      id = job.value(job.contains("original_job_id") ? "original_job_id" : "id",
+                     int64_t{0});
+    }
+    return std::runtime_error("a follow-up of job kind '" + kind + "' (on "
+                              + to_string(e.type) + " of job "
+                              + std::to_string(id) + ") failed: " + why);
+  };
+  try {
+    return fn(e);
+  } catch (const std::exception& ex) {
+    throw fail(ex.what());
+  } catch (...) {
+    throw fail("it threw a non-standard exception");
+  }
+}
+
 } // namespace
 
 std::string to_array_literal(const std::vector<int64_t>& ids) {
@@ -440,7 +472,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes) {
     std::vector<enqueue_request> requests;
     for (auto& r : reports)
       if (r.has_event && !r.event.job_json.empty()) {
-        auto more = follow_ups_(r.event);
+        auto more = follow_ups_of(follow_ups_, r.event);
         std::move(more.begin(), more.end(), std::back_inserter(requests));
       }
     if (!requests.empty())
@@ -507,7 +539,7 @@ void job_store::enqueue_follow_ups(const std::vector<job_event>& events) {
     return;
   std::vector<enqueue_request> requests;
   for (auto& e : events) {
-    auto more = follow_ups_(e);
+    auto more = follow_ups_of(follow_ups_, e);
     std::move(more.begin(), more.end(), std::back_inserter(requests));
   }
   if (requests.empty())

@@ -1,0 +1,386 @@
+// External callbacks against a real database: a parked job resolved
+// through the worker runtime (complete / fail / retry / resolve_callback)
+// with its hooks, refused resolutions, resolution through the CLI (no
+// hooks in the worker), and the rescue of callbacks that time out.
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "app/builtin_kinds.hpp"
+#include "messages/error.hpp"
+#include "pg_fixture.hpp"
+#include "pg_helpers.hpp"
+#include "storage/callbacks.hpp"
+#include "worker_node.hpp"
+#include "lifecycle_helpers.hpp"
+
+using namespace std::chrono_literals;
+using aw::event_type;
+using aw::test::contains;
+using aw::test::dead_where;
+using aw::test::job_where;
+using aw::test::script;
+using aw::test::step;
+
+namespace {
+
+constexpr auto patience = std::chrono::seconds{60};
+
+/// A node with the built-in kinds (await_callback among them), a scripted
+/// `act` kind, and a hook recording every event of both into `log`.
+std::unique_ptr<aw::test::worker_node>
+callback_node(const aw::runtime_config& cfg, aw::test::event_log& log) {
+  auto reg = std::make_shared<aw::registry>();
+  aw::register_builtin_kinds(*reg);
+  reg->add_raw("act", [](const nlohmann::json& args, const aw::job_context& ctx) {
+    return aw::test::scripted(args, ctx);
+  });
+  reg->on_event_kind("await_callback", log.hook());
+  reg->on_event_kind("act", log.hook());
+  return std::make_unique<aw::test::worker_node>(cfg, std::move(reg));
+}
+
+/// Enqueues an await_callback job and waits until it is parked; returns
+/// {job id, callback id}.
+std::pair<int64_t, std::string> park(const aw::test::fresh_database& db,
+                                     aw::test::event_log& log,
+                                     const std::string& timeout = "1h",
+                                     const aw::insert_options& opts = {}) {
+  auto id = aw::test::enqueue_one(db, "await_callback", {{"timeout", timeout}},
+                                  opts);
+  BOOST_REQUIRE_MESSAGE(
+    log.wait_for(id, event_type::waiting_for_callback, 1, patience),
+    "job " << id << " never parked");
+  auto e = log.of(id, event_type::waiting_for_callback).at(0);
+  auto callback_id = aw::test::field(e.job, "callback_id");
+  BOOST_REQUIRE(aw::test::is_uuid(callback_id));
+  return {id, callback_id};
+}
+
+/// Calls `fn`, which must throw storage::callback_error; returns it.
+template <class F>
+std::optional<aw::storage::callback_error> refused(F fn) {
+  try {
+    fn();
+  } catch (const aw::storage::callback_error& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+/// A snapshot of a job row, to show a refused resolution changed nothing.
+std::string row_text(aw::test::db_session& s, int64_t id) {
+  return s.text("SELECT coalesce((SELECT to_jsonb(j)::text FROM jobs AS j "
+                "WHERE id = "
+                + std::to_string(id) + "), 'gone')");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(callback_test)
+
+BOOST_AUTO_TEST_CASE(complete_external_completes_the_job_stores_the_payload_and_fires_completed_with_zero_duration) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto [id, callback_id] = park(db, log);
+  BOOST_TEST(s.text("SELECT state" + job_where(id)) == "waiting_external");
+  node->rt().complete_external(callback_id, {{"approved", true}, {"by", "ops"}});
+  // Committed before complete_external returned.
+  auto w = job_where(id);
+  BOOST_TEST(s.text("SELECT state" + w) == "completed");
+  BOOST_TEST(s.check("SELECT callback_result = '{\"approved\": true, \"by\": \"ops\"}'::jsonb"
+                     + w));
+  BOOST_TEST(s.check("SELECT finalized_at IS NOT NULL AND callback_timeout_at IS NULL "
+                     "AND error_count = 0"
+                     + w));
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  auto e = log.of(id, event_type::completed).at(0);
+  BOOST_TEST(e.duration.count() == 0);
+  BOOST_TEST(aw::test::field(e.job, "state") == "completed");
+  BOOST_TEST(e.job.at("callback_result") == (nlohmann::json{{"approved", true}, {"by", "ops"}}));
+  // Resuming fires no `started`: only the first claim did.
+  BOOST_TEST(log.count(id, event_type::started) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(fail_external_dead_letters_the_job_and_fires_exhausted) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto [id, callback_id] = park(db, log);
+  node->rt().fail_external(callback_id, "payment provider declined");
+  BOOST_TEST(s.scalar("SELECT count(*)" + job_where(id)) == 0);
+  BOOST_TEST(s.scalar("SELECT count(*)" + dead_where(id)) == 1);
+  BOOST_TEST(s.text("SELECT last_error_message" + dead_where(id))
+             == "payment provider declined");
+  BOOST_TEST(s.scalar("SELECT error_count" + dead_where(id)) == 1);
+  BOOST_REQUIRE(log.wait_for(id, event_type::exhausted, 1, patience));
+  auto e = log.of(id, event_type::exhausted).at(0);
+  BOOST_TEST(e.message == "payment provider declined");
+  BOOST_TEST(e.job.value("original_job_id", int64_t{0}) == id);
+  BOOST_TEST(log.count(id, event_type::completed) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(retry_external_makes_the_job_available_uncharged_and_it_runs_again) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  // Parks on its first run, completes on the second.
+  auto id = aw::test::enqueue_one(
+    db, "act", script({step("wait", 3'600'000), step("complete")}));
+  BOOST_REQUIRE(log.wait_for(id, event_type::waiting_for_callback, 1, patience));
+  auto callback_id = s.text("SELECT callback_id::text" + job_where(id));
+  node->rt().retry_external(callback_id, {{"hint", "try again"}});
+  BOOST_REQUIRE(log.wait_for(id, event_type::retried, 1, patience));
+  auto retried = log.of(id, event_type::retried).at(0);
+  // The resolution's committed row: available again at once, not charged.
+  BOOST_TEST(aw::test::field(retried.job, "state") == "available");
+  BOOST_TEST(retried.job.value("error_count", -1) == 0);
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  auto w = job_where(id);
+  BOOST_TEST(s.text("SELECT state" + w) == "completed");
+  BOOST_TEST(s.scalar("SELECT attempt" + w) == 2);
+  BOOST_TEST(s.scalar("SELECT error_count" + w) == 0);
+  BOOST_TEST(s.check("SELECT callback_result = '{\"hint\": \"try again\"}'::jsonb" + w));
+  BOOST_TEST(log.count(id, event_type::started) == 2u);
+  // The second run's completion has the handler's duration path, not the
+  // callback's: it ran.
+  BOOST_TEST(log.count(id, event_type::completed) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(resolve_callback_stores_the_payload_and_applies_the_default_action) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto& rt = node->rt();
+  auto [complete_id, complete_cb] = park(db, log);
+  auto [fail_id, fail_cb] = park(db, log);
+  auto retry_id = aw::test::enqueue_one(
+    db, "act", script({step("wait", 3'600'000), step("complete")}));
+  BOOST_REQUIRE(log.wait_for(retry_id, event_type::waiting_for_callback, 1, patience));
+  auto retry_cb = s.text("SELECT callback_id::text" + job_where(retry_id));
+
+  // An unknown action is refused before anything changes.
+  auto before = row_text(s, complete_id);
+  BOOST_CHECK_THROW(rt.resolve_callback(complete_cb, {{"x", 1}}, "approve"),
+                    std::invalid_argument);
+  BOOST_TEST(row_text(s, complete_id) == before);
+
+  rt.resolve_callback(complete_cb, {{"status", "ok"}}, "complete");
+  BOOST_TEST(s.text("SELECT state" + job_where(complete_id)) == "completed");
+  BOOST_TEST(s.check("SELECT callback_result = '{\"status\": \"ok\"}'::jsonb"
+                     + job_where(complete_id)));
+  BOOST_REQUIRE(log.wait_for(complete_id, event_type::completed, 1, patience));
+  BOOST_TEST(log.of(complete_id, event_type::completed).at(0).duration.count() == 0);
+
+  // For "fail" the payload's "error" is the message.
+  rt.resolve_callback(fail_cb, {{"error", "fraud suspected"}}, "fail");
+  BOOST_TEST(s.text("SELECT last_error_message" + dead_where(fail_id))
+             == "fraud suspected");
+  BOOST_REQUIRE(log.wait_for(fail_id, event_type::exhausted, 1, patience));
+  BOOST_TEST(log.of(fail_id, event_type::exhausted).at(0).message
+             == "fraud suspected");
+
+  rt.resolve_callback(retry_cb, {{"again", true}}, "retry");
+  BOOST_REQUIRE(log.wait_for(retry_id, event_type::retried, 1, patience));
+  BOOST_REQUIRE(log.wait_for(retry_id, event_type::completed, 1, patience));
+  BOOST_TEST(s.scalar("SELECT attempt" + job_where(retry_id)) == 2);
+  BOOST_TEST(s.check("SELECT callback_result = '{\"again\": true}'::jsonb"
+                     + job_where(retry_id)));
+}
+
+BOOST_AUTO_TEST_CASE(resolving_a_callback_twice_is_refused_as_not_waiting_and_changes_nothing) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto& rt = node->rt();
+  auto [id, callback_id] = park(db, log);
+  rt.complete_external(callback_id, {{"n", 1}});
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  auto after_first = row_text(s, id);
+  auto cb = callback_id;
+  std::vector<std::pair<std::string, std::function<void()>>> again = {
+    {"complete", [&] { rt.complete_external(cb, {{"n", 2}}); }},
+    {"fail", [&] { rt.fail_external(cb, "late"); }},
+    {"retry", [&] { rt.retry_external(cb, {{"n", 3}}); }},
+    {"resolve", [&] { rt.resolve_callback(cb, {{"n", 4}}, "complete"); }},
+  };
+  for (auto& [name, fn] : again) {
+    BOOST_TEST_CONTEXT(name) {
+      auto err = refused(fn);
+      BOOST_REQUIRE(err.has_value());
+      BOOST_TEST((err->code() == aw::ec::callback_not_waiting));
+      BOOST_TEST_MESSAGE(err->what());
+      BOOST_TEST(contains(err->what(), "job " + std::to_string(id)));
+      BOOST_TEST(contains(err->what(), "state completed"));
+      BOOST_TEST(row_text(s, id) == after_first);
+    }
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
+  // A later, unrelated resolution's events arrive; none for the refused ones.
+  auto [other, other_cb] = park(db, log);
+  rt.complete_external(other_cb);
+  BOOST_REQUIRE(log.wait_for(other, event_type::completed, 1, patience));
+  BOOST_TEST(log.count(id, event_type::completed) == 1u);
+  BOOST_TEST(log.count(id, event_type::retried) == 0u);
+  BOOST_TEST(log.count(id, event_type::exhausted) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_or_malformed_callback_id_is_refused_as_not_found) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto& rt = node->rt();
+  auto [id, callback_id] = park(db, log);
+  auto before = row_text(s, id);
+  const std::vector<std::string> bad = {
+    "7c9e6679-7425-40de-944b-e07fc1f90ae7", // well-formed, nobody's
+    "not-a-uuid",
+    "",
+    "'; DELETE FROM jobs; --",
+    callback_id + "0",
+  };
+  for (auto& cb : bad) {
+    BOOST_TEST_CONTEXT("callback id '" << cb << "'") {
+      for (auto* action : {"complete", "fail", "retry"}) {
+        auto err = refused([&] {
+          rt.resolve_callback(cb, {{"x", 1}}, action);
+        });
+        BOOST_REQUIRE(err.has_value());
+        BOOST_TEST((err->code() == aw::ec::callback_not_found));
+      }
+    }
+  }
+  BOOST_TEST(row_text(s, id) == before);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(cli_resolution_changes_the_job_but_fires_no_hook_in_the_worker) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto [id, callback_id] = park(db, log);
+  auto [failed, failed_cb] = park(db, log);
+
+  auto r = aw::test::run_binary("callback complete " + callback_id
+                                  + " '{\"approved\": true}'",
+                                db.url);
+  BOOST_TEST_MESSAGE("stdout: " << r.out << "stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(contains(r.out, "job " + std::to_string(id) + ": completed"));
+  BOOST_TEST(s.text("SELECT state" + job_where(id)) == "completed");
+  BOOST_TEST(s.check("SELECT callback_result = '{\"approved\": true}'::jsonb"
+                     + job_where(id)));
+
+  r = aw::test::run_binary("callback fail " + failed_cb
+                             + " '{\"error\": \"rejected by ops\"}'",
+                           db.url);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(s.text("SELECT last_error_message" + dead_where(failed))
+             == "rejected by ops");
+
+  // Resolving again through the CLI is refused, exit 1.
+  r = aw::test::run_binary("callback complete " + callback_id, db.url);
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(contains(r.err, "no longer waiting"));
+
+  // A resolution through this node afterwards does reach the hooks; by the
+  // time its event arrives, nothing was dispatched for the CLI's.
+  auto [other, other_cb] = park(db, log);
+  node->rt().complete_external(other_cb);
+  BOOST_REQUIRE(log.wait_for(other, event_type::completed, 1, patience));
+  BOOST_TEST(log.count(id, event_type::completed) == 0u);
+  BOOST_TEST(log.count(failed, event_type::exhausted) == 0u);
+  BOOST_TEST(log.of(id).size() == 2u);     // started, waiting_for_callback
+  BOOST_TEST(log.of(failed).size() == 2u); // started, waiting_for_callback
+}
+
+namespace {
+
+/// Rescue runs every heartbeat: a short one, so expired callbacks are
+/// found within a second of their timeout.
+aw::runtime_config rescue_config(const aw::test::fresh_database& db) {
+  auto cfg = db.config(4);
+  cfg.worker.heartbeat_interval = 300ms;
+  cfg.worker.reclaim_window = 3s;
+  cfg.validate();
+  return cfg;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(expired_callback_is_rescued_charged_an_attempt_and_rescheduled_with_a_rescued_event) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(rescue_config(db), log);
+  aw::insert_options opts;
+  opts.max_attempts = 3;
+  // Parks for 1 s on its first run (nobody calls back), completes on the next.
+  auto id = aw::test::enqueue_one(
+    db, "act", script({step("wait", 1000), step("complete")}), opts);
+  BOOST_REQUIRE(log.wait_for(id, event_type::waiting_for_callback, 1, patience));
+  auto callback_id = s.text("SELECT callback_id::text" + job_where(id));
+  BOOST_REQUIRE(log.wait_for(id, event_type::rescued, 1, patience));
+  auto e = log.of(id, event_type::rescued).at(0);
+  BOOST_TEST((e.reason == aw::rescue_reason::expired_callback));
+  BOOST_TEST(aw::test::field(e.job, "state") == "scheduled");
+  BOOST_TEST(e.job.value("error_count", -1) == 1);
+  BOOST_TEST_MESSAGE("message: " << e.message);
+  BOOST_TEST(contains(e.message, "callback expired"));
+  BOOST_TEST(contains(e.message, callback_id));
+  BOOST_TEST(contains(aw::test::field(e.job, "last_error_message"), "callback expired"));
+  // The expired callback can no longer be resolved.
+  auto err = refused([&] { node->rt().complete_external(callback_id); });
+  BOOST_REQUIRE(err.has_value());
+  BOOST_TEST((err->code() == aw::ec::callback_not_waiting));
+  // It runs again after the backoff and completes, keeping the charge.
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  auto w = job_where(id);
+  BOOST_TEST(s.text("SELECT state" + w) == "completed");
+  BOOST_TEST(s.scalar("SELECT error_count" + w) == 1);
+  BOOST_TEST(s.scalar("SELECT attempt" + w) == 2);
+  BOOST_TEST(contains(s.text("SELECT last_error_message" + w), "callback expired"));
+  BOOST_TEST(log.count(id, event_type::rescued) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(expired_callback_on_the_last_attempt_is_dead_lettered_with_a_rescued_event) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(rescue_config(db), log);
+  aw::insert_options once;
+  once.max_attempts = 1;
+  auto [id, callback_id] = park(db, log, "1s", once);
+  BOOST_REQUIRE(log.wait_for(id, event_type::rescued, 1, patience));
+  BOOST_TEST(s.scalar("SELECT count(*)" + job_where(id)) == 0);
+  BOOST_TEST(s.scalar("SELECT count(*)" + dead_where(id)) == 1);
+  BOOST_TEST(s.scalar("SELECT error_count" + dead_where(id)) == 1);
+  auto message = s.text("SELECT last_error_message" + dead_where(id));
+  BOOST_TEST_MESSAGE("message: " << message);
+  BOOST_TEST(contains(message, "callback expired"));
+  auto e = log.of(id, event_type::rescued).at(0);
+  BOOST_TEST((e.reason == aw::rescue_reason::expired_callback));
+  BOOST_TEST(e.job.value("original_job_id", int64_t{0}) == id);
+  auto cb = callback_id;
+  auto err = refused([&] { node->rt().complete_external(cb); });
+  BOOST_REQUIRE(err.has_value());
+  BOOST_TEST((err->code() == aw::ec::callback_not_found));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
