@@ -62,22 +62,38 @@ SELECT id, kind, queue, args, priority, attempt, error_count, max_attempts,
 // slower at 500 running jobs, measured). The committed row comes back
 // only for kinds with hooks or follow-ups ($3), so the hot path of kinds
 // nobody observes ships no JSON.
+// A finished job with an ordering key unblocks the next job of its key:
+// wake that queue's pollers rather than leave the next one to the idle poll.
 constexpr const char* complete_sql = R"sql(
-UPDATE jobs AS j SET state = 'completed', finalized_at = now(),
-                     deadline_at = NULL
- WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
-   AND locked_by = $2
-RETURNING id, CASE WHEN kind = ANY($3::text[]) THEN to_jsonb(j)::text END
+WITH done AS (
+  UPDATE jobs AS j SET state = 'completed', finalized_at = now(),
+                       deadline_at = NULL
+   WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
+     AND locked_by = $2
+  RETURNING id, queue, ordering_key,
+            CASE WHEN kind = ANY($3::text[]) THEN to_jsonb(j)::text END AS row
+), woken AS (
+  SELECT pg_notify($4, q.queue)
+    FROM (SELECT DISTINCT queue FROM done WHERE ordering_key IS NOT NULL) AS q
+)
+SELECT id, row, (SELECT count(*) FROM woken) FROM done
 )sql";
 
 constexpr const char* complete_delete_sql = R"sql(
-DELETE FROM jobs AS j
- WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
-   AND locked_by = $2
-RETURNING id, CASE WHEN kind = ANY($3::text[])
-                   THEN (to_jsonb(j) || jsonb_build_object(
-                           'state', 'completed', 'finalized_at', now(),
-                           'deadline_at', NULL))::text END
+WITH done AS (
+  DELETE FROM jobs AS j
+   WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
+     AND locked_by = $2
+  RETURNING id, queue, ordering_key,
+            CASE WHEN kind = ANY($3::text[])
+                 THEN (to_jsonb(j) || jsonb_build_object(
+                         'state', 'completed', 'finalized_at', now(),
+                         'deadline_at', NULL))::text END AS row
+), woken AS (
+  SELECT pg_notify($4, q.queue)
+    FROM (SELECT DISTINCT queue FROM done WHERE ordering_key IS NOT NULL) AS q
+)
+SELECT id, row, (SELECT count(*) FROM woken) FROM done
 )sql";
 
 // Reschedules after $5 ms, or (when $5 is NULL) after the backoff
@@ -106,7 +122,10 @@ INSERT INTO dead_letter_jobs AS d
 SELECT id, kind, queue, args, priority, attempt, max_attempts,
        error_count + 1, $3, created_at, now(), metadata, tags
   FROM moved
-RETURNING to_jsonb(d)::text
+RETURNING to_jsonb(d)::text,
+          (SELECT count(*) FROM moved AS m,
+                  LATERAL (SELECT pg_notify($4, m.queue)) AS n
+            WHERE m.ordering_key IS NOT NULL)
 )sql";
 
 constexpr const char* snooze_sql = R"sql(
@@ -122,7 +141,9 @@ UPDATE jobs AS j
    SET state = 'cancelled', finalized_at = now(), last_error_message = $3,
        deadline_at = NULL
  WHERE id = $1 AND state = 'running' AND locked_by = $2
-RETURNING to_jsonb(j)::text
+RETURNING to_jsonb(j)::text,
+          CASE WHEN ordering_key IS NOT NULL
+               THEN pg_notify($4, queue) END
 )sql";
 
 // The callback id comes from gen_random_uuid(): 122 random bits from a
@@ -404,7 +425,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes) {
                                    ? "aw_complete_delete"
                                    : "aw_complete",
                                  to_array_literal(completed), opts_.worker_id,
-                                 observed_kinds_);
+                                 observed_kinds_, defaults::notify_channel);
     std::unordered_map<int64_t, std::string> applied;
     for (const auto& row : rows)
       applied.emplace(row[0].as<int64_t>(),
@@ -443,12 +464,14 @@ job_store::finish(const std::vector<job_outcome>& outcomes) {
           fire(i, event_type::retried, std::move(*row));
           break;
         }
-        if (auto row = single("aw_dead_letter", o.job_id, me, o.message))
+        if (auto row = single("aw_dead_letter", o.job_id, me, o.message,
+                              defaults::notify_channel))
           fire(i, event_type::exhausted, std::move(*row));
         break;
       }
       case outcome_kind::terminal_failure:
-        if (auto row = single("aw_dead_letter", o.job_id, me, o.message))
+        if (auto row = single("aw_dead_letter", o.job_id, me, o.message,
+                              defaults::notify_channel))
           fire(i, event_type::exhausted, std::move(*row));
         break;
       case outcome_kind::snoozed:
@@ -457,7 +480,8 @@ job_store::finish(const std::vector<job_outcome>& outcomes) {
         }
         break;
       case outcome_kind::cancelled:
-        if (auto row = single("aw_cancel", o.job_id, me, o.message))
+        if (auto row = single("aw_cancel", o.job_id, me, o.message,
+                              defaults::notify_channel))
           fire(i, event_type::cancelled, std::move(*row));
         break;
       case outcome_kind::waiting_callback:

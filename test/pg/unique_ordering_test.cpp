@@ -381,6 +381,34 @@ BOOST_AUTO_TEST_CASE(ordering_key_jobs_never_overlap_and_run_in_enqueue_order_ac
                                "count(*) AS c FROM jobs GROUP BY 1) AS x"));
 }
 
+BOOST_AUTO_TEST_CASE(finishing_an_ordered_job_wakes_the_next_without_waiting_for_the_idle_poll) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  run_log log;
+  const int n = 20;
+  std::vector<aw::enqueue_request> requests;
+  for (int i = 0; i < n; ++i) {
+    aw::enqueue_request r{"ordered", {{"key", "chain"}, {"seq", i}}, {}};
+    r.options.ordering_key = "chain";
+    requests.push_back(r);
+  }
+  // Idle polls every 30 s: a chain that waited for them would take 10 min.
+  auto cfg = db.config(4);
+  cfg.worker.poll_interval = 30s;
+  aw::test::worker_node node{cfg, ordered_registry(log)};
+  auto start = std::chrono::steady_clock::now();
+  aw::test::enqueue_all(db, requests);
+  BOOST_REQUIRE(aw::test::wait_until(
+    [&] {
+      return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == n;
+    },
+    60s));
+  auto took = std::chrono::steady_clock::now() - start;
+  BOOST_TEST((took < 30s), "the chain of " << n << " took "
+                           << std::chrono::duration_cast<std::chrono::seconds>(took).count()
+                           << " s");
+}
+
 BOOST_AUTO_TEST_CASE(ordering_key_job_waits_while_an_earlier_one_is_retried_or_until_it_is_dead_lettered) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
