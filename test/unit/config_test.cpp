@@ -107,6 +107,39 @@ BOOST_AUTO_TEST_CASE(out_of_range_values_are_rejected) {
                       "worker.max_retries"));
 }
 
+BOOST_AUTO_TEST_CASE(lease_keys_have_the_spec_defaults_and_are_read) {
+  auto defaults = aw::parse_config("", "worker.toml");
+  BOOST_TEST(defaults.worker.heartbeat_interval.count() == 30000);
+  BOOST_TEST(defaults.worker.reclaim_window.count() == 120000);
+  BOOST_TEST(defaults.worker.idle_poll_permits == 0);
+  BOOST_TEST(defaults.queues[0].deadline.count() == 0);
+  auto cfg = aw::parse_config(R"(
+[worker]
+heartbeat_interval = "1s"
+reclaim_window = "3s"
+idle_poll_permits = 2
+[queues.default]
+deadline = "5m"
+)",
+                              "worker.toml");
+  BOOST_TEST(cfg.worker.heartbeat_interval.count() == 1000);
+  BOOST_TEST(cfg.worker.reclaim_window.count() == 3000);
+  BOOST_TEST(cfg.worker.idle_poll_permits == 2);
+  BOOST_TEST(cfg.queues[0].deadline.count() == 300000);
+}
+
+BOOST_AUTO_TEST_CASE(reclaim_window_below_three_heartbeats_is_rejected) {
+  auto msg = error_of("[worker]\nheartbeat_interval = \"30s\"\n"
+                      "reclaim_window = \"60s\"\n");
+  BOOST_TEST(contains(msg, "worker.reclaim_window"), msg);
+  BOOST_TEST(contains(msg, "3 x worker.heartbeat_interval"), msg);
+  BOOST_TEST(contains(msg, "worker.toml"), msg);
+  BOOST_TEST(contains(error_of("[worker]\nidle_poll_permits = -1\n"),
+                      "worker.idle_poll_permits"));
+  BOOST_TEST(contains(error_of("[queues.default]\ndeadline = \"soon\"\n"),
+                      "queues.default.deadline"));
+}
+
 BOOST_AUTO_TEST_CASE(invalid_toml_names_file_and_line) {
   auto msg = error_of("[worker\nnode = 1\n");
   BOOST_TEST(contains(msg, "worker.toml:1"), msg);
