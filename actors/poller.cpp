@@ -227,7 +227,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
     [self](drain_atom) -> caf::result<int64_t> {
       auto& st = self->state;
       if (st.drain_pending)
-        return make_error(ec::invalid_config, "poller[" + st.cfg.queue
+        return make_error(ec::internal, "poller[" + st.cfg.queue
                                                 + "]: already draining");
       st.draining = true;
       ++st.timer_generation; // idle and backoff timers are void now

@@ -27,14 +27,12 @@ auto guarded(storage_pointer self, const char* what, F fn)
   }
 }
 
-/// Hands committed transitions to the hook dispatcher.
-void publish(storage_pointer self, std::vector<job_event> events) {
+/// Hands a committed transition to the hook dispatcher: only transitions of
+/// observed kinds carry their row, and only those have anyone to hear them.
+void publish(storage_pointer self, job_event&& e) {
   auto& d = self->state.dispatcher;
-  if (!d)
-    return;
-  for (auto& e : events)
-    if (!e.job_json.empty())
-      self->send(d, std::move(e));
+  if (d && !e.job_json.empty())
+    self->send(d, std::move(e));
 }
 
 /// Delivers each result, reports stale ones, publishes the events.
@@ -47,9 +45,8 @@ void deliver(storage_pointer self, size_t first, size_t count,
       spdlog::warn("storage: outcome of job {} not recorded: the job is no "
                    "longer running under this worker",
                    outcome.job_id);
-    else if (reports[i].has_event && st.dispatcher
-             && !reports[i].event.job_json.empty())
-      self->send(st.dispatcher, std::move(reports[i].event));
+    else if (reports[i].has_event)
+      publish(self, std::move(reports[i].event));
     promise.deliver(reports[i].result);
   }
 }
@@ -74,9 +71,8 @@ void record_instead(storage_pointer self, size_t i, const std::exception& e) {
   failure.duration_ms = outcome.duration_ms;
   try {
     auto reports = st.store->finish({failure});
-    if (reports[0].has_event && st.dispatcher
-        && !reports[0].event.job_json.empty())
-      self->send(st.dispatcher, std::move(reports[0].event));
+    if (reports[0].has_event)
+      publish(self, std::move(reports[0].event));
     promise.deliver(reports[0].result);
   } catch (const std::exception& again) {
     if (storage::classify(again) == ec::database_unavailable)
@@ -133,7 +129,6 @@ void flush(storage_pointer self) {
                     batch.size(), storage::one_line(e));
       flush_one_by_one(self);
     }
-    st.largest_batch = std::max(st.largest_batch, batch.size());
     st.pending.clear();
     if (st.flush_backoff.failures() > 0)
       spdlog::info("storage: recording outcomes again after {} failed "
@@ -185,7 +180,8 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
         return self->state.store->claim(queue, limit, default_deadline_ms,
                                         &started);
       });
-      publish(self, std::move(started));
+      for (auto& e : started)
+        publish(self, std::move(e));
       return result;
     },
     [self](heartbeat_atom, const std::vector<int64_t>& ids)
@@ -225,7 +221,8 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
                       "{}",
                       storage::one_line(e));
       }
-      publish(self, std::move(events));
+      for (auto& e : events)
+        publish(self, std::move(e));
       return rescued;
     },
     [self](finish_atom, job_outcome& outcome) -> caf::result<finish_result> {

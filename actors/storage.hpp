@@ -44,8 +44,6 @@ struct storage_state {
   bool flush_scheduled = false;
   /// Backoff of failed flushes.
   backoff flush_backoff;
-  /// Largest batch committed so far (for the log at exit).
-  size_t largest_batch = 0;
 };
 
 using storage_pointer = storage_actor::stateful_pointer<storage_state>;

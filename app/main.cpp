@@ -122,6 +122,17 @@ int migrate(const aw::runtime_config& cfg) {
   return exit_ok;
 }
 
+/// A CLI duration: a bare number means seconds ("30"), else "500ms", "2m".
+std::chrono::milliseconds seconds_or_duration(const char* flag,
+                                              const std::string& text) {
+  try {
+    bool bare = text.find_first_not_of("0123456789.") == std::string::npos;
+    return aw::parse_duration(bare ? text + "s" : text);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(std::string{flag} + ": " + e.what());
+  }
+}
+
 struct enqueue_options {
   std::string kind;
   std::string args = "{}";
@@ -147,23 +158,10 @@ int enqueue(const aw::runtime_config& cfg, const enqueue_options& o) {
   opts.priority = o.priority;
   if (o.max_attempts != 0)
     opts.max_attempts = o.max_attempts;
-  if (!o.delay.empty()) {
-    try {
-      // A bare number means seconds.
-      bool bare = o.delay.find_first_not_of("0123456789.") == std::string::npos;
-      opts.delay = aw::parse_duration(bare ? o.delay + "s" : o.delay);
-    } catch (const std::invalid_argument& e) {
-      throw usage_error(std::string{"--delay: "} + e.what());
-    }
-  }
-  if (!o.deadline.empty()) {
-    try {
-      bool bare = o.deadline.find_first_not_of("0123456789.") == std::string::npos;
-      opts.deadline = aw::parse_duration(bare ? o.deadline + "s" : o.deadline);
-    } catch (const std::invalid_argument& e) {
-      throw usage_error(std::string{"--deadline: "} + e.what());
-    }
-  }
+  if (!o.delay.empty())
+    opts.delay = seconds_or_duration("--delay", o.delay);
+  if (!o.deadline.empty())
+    opts.deadline = seconds_or_duration("--deadline", o.deadline);
   if (o.unique)
     opts.unique = aw::unique_options{};
   if (!o.ordering_key.empty())

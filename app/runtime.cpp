@@ -1,5 +1,6 @@
 #include "app/runtime.hpp"
 
+#include <mutex>
 #include <random>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@ std::string runtime::make_worker_id(const std::string& node) {
 
 runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                  std::shared_ptr<const registry> reg)
-  : sys_(sys), reg_(reg) {
+  : sys_(sys), reg_(reg), callback_conn_(std::make_unique<callback_connection>()) {
   cfg.validate();
   cfg_ = cfg;
   worker_id_ = make_worker_id(cfg.worker.node);
@@ -96,9 +97,35 @@ runtime::wait_for(std::chrono::milliseconds timeout) {
   return ended_.get();
 }
 
+/// Resolutions reuse one connection (opening one per call would cost more
+/// than the resolution); they take turns on it. After a broken connection
+/// the next call reconnects.
+struct runtime::callback_connection {
+  std::mutex mtx;
+  std::unique_ptr<pqxx::connection> conn;
+};
+
 void runtime::resolve(const std::string& callback_id, int action,
                       const nlohmann::json& payload, const std::string& error) {
-  pqxx::connection conn{cfg_.database.url};
+  std::lock_guard<std::mutex> guard{callback_conn_->mtx};
+  auto& conn = callback_conn_->conn;
+  if (!conn)
+    conn = std::make_unique<pqxx::connection>(cfg_.database.url);
+  try {
+    resolve_on(*conn, callback_id, action, payload, error);
+  } catch (const pqxx::broken_connection&) {
+    conn.reset();
+    throw;
+  } catch (const pqxx::in_doubt_error&) {
+    conn.reset();
+    throw;
+  }
+}
+
+void runtime::resolve_on(pqxx::connection_base& conn,
+                         const std::string& callback_id, int action,
+                         const nlohmann::json& payload,
+                         const std::string& error) {
   pqxx::work tx{conn, "aw_callback"};
   auto e = storage::resolve_callback(
     tx, callback_id, static_cast<storage::callback_action>(action), payload,

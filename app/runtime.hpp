@@ -24,6 +24,10 @@
 
 #include "config/config.hpp"
 
+namespace pqxx {
+class connection_base;
+}
+
 namespace aw {
 
 class registry;
@@ -97,11 +101,17 @@ public:
 private:
   void resolve(const std::string& callback_id, int action,
                const nlohmann::json& payload, const std::string& error);
+  void resolve_on(pqxx::connection_base& conn, const std::string& callback_id,
+                  int action, const nlohmann::json& payload,
+                  const std::string& error);
 
   caf::actor_system& sys_;
   runtime_config cfg_;
   std::shared_ptr<const registry> reg_;
   std::unique_ptr<caf::actor> hooks_;
+  // The connection callback resolutions reuse, opened on first use.
+  struct callback_connection;
+  std::unique_ptr<callback_connection> callback_conn_;
   std::string worker_id_;
   std::shared_ptr<blocking_pool> pool_;
   // Behind a pointer so this header needs only caf/fwd.hpp.

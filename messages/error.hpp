@@ -22,16 +22,6 @@ enum class ec : uint8_t {
   /// The database lacks a table or column the runtime uses: run
   /// `actor-worker migrate`. Fatal for `run`.
   schema_outdated,
-  /// The database schema is newer than this binary knows.
-  schema_too_new,
-  /// No handler is registered for the job's kind. Terminal for the job.
-  unknown_kind,
-  /// The job's args could not be parsed into the handler's type. Terminal.
-  malformed_args,
-  /// The configuration file or a command-line option is invalid.
-  invalid_config,
-  /// A job id or other name given to an admin command does not exist.
-  not_found,
   /// A runtime component failed in a way it cannot recover from (a bug).
   internal,
   /// No job has this callback id (or it is not a valid id). Nothing changed.

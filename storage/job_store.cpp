@@ -408,8 +408,6 @@ job_store::finish(const std::vector<job_outcome>& outcomes) {
     if (o.kind == outcome_kind::completed)
       completed.push_back(o.job_id);
   pqxx::work tx(*conn_, "aw_finish");
-  std::vector<job_event> events;
-  std::vector<size_t> event_of; // outcome index of each event
   auto fire = [&](size_t i, event_type type, std::string json) {
     reports[i].result = finish_result::applied;
     job_event e;
