@@ -3,83 +3,88 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-
-#include "app/registry.hpp"
+#include <thread>
 
 namespace aw {
 
-// Waking a sleeping thread costs a futex call and a context switch, more
-// than a no-op job. So a thread is woken only when no awake thread is free
-// to take the job ("searching"); a thread that takes a job while more wait
-// and nobody else searches wakes one more first, so blocking handlers never
-// strand queued jobs. Under a burst of short jobs a couple of threads drain
-// the queue; under blocking jobs every queued job still gets a thread.
+// Counts, all under the mutex: `alive` threads exist, `busy` run a task,
+// `sleeping` wait without a wake-up token; the rest are awake and will look
+// at the queue before they sleep ("searching"). Waking a thread costs a
+// futex call and a context switch, more than many tasks, so a task only
+// wakes (or starts) a thread when the queue holds more tasks than there are
+// searching threads to take them.
 struct blocking_pool::shared {
-  struct item {
-    claimed_job job;
-    cancellation_token cancel;
-    completion done;
-  };
-
-  std::shared_ptr<const registry> reg;
   std::mutex mtx;
   std::condition_variable cv;
-  std::deque<item> queue;
-  bool stopping = false;
-  /// Awake and not in a handler: will look at the queue before sleeping.
-  size_t searching = 0;
-  /// Waiting on the condition variable without a wake-up token.
+  std::deque<std::function<void()>> queue;
+  size_t max_threads = 1;
+  size_t abandoned = 0;
+  std::chrono::milliseconds idle_timeout{0};
+  size_t alive = 0;
+  size_t busy = 0;
   size_t sleeping = 0;
   /// Wake-ups sent and not yet taken.
   size_t tokens = 0;
+  bool stopping = false;
+
+  size_t searching() const {
+    return alive - busy - sleeping;
+  }
 
   /// Called with the lock held.
-  void wake_one_if_needed() {
-    if (!queue.empty() && searching == 0 && sleeping > 0) {
+  void wake_or_start(const std::shared_ptr<shared>& self) {
+    if (queue.size() <= searching())
+      return;
+    if (sleeping > 0) {
       --sleeping;
-      ++searching;
       ++tokens;
       cv.notify_one();
+    } else if (alive < max_threads + abandoned) {
+      ++alive;
+      std::thread([s = self] { s->work(s); }).detach();
     }
   }
 
-  void work() {
+  void work(const std::shared_ptr<shared>& self) {
     std::unique_lock<std::mutex> guard{mtx};
     for (;;) {
       while (queue.empty()) {
-        if (stopping)
+        if (stopping) {
+          --alive;
           return;
-        --searching;
+        }
         ++sleeping;
-        cv.wait(guard, [this] { return tokens > 0 || stopping; });
+        bool woken = cv.wait_for(guard, idle_timeout, [this] {
+          return tokens > 0 || stopping;
+        });
         if (tokens > 0) {
           --tokens; // the waker already counted us as searching
         } else {
           --sleeping;
-          ++searching;
+          if (!woken && !stopping) {
+            --alive; // idle long enough: give the thread back
+            return;
+          }
         }
       }
-      if (stopping)
-        return;
-      auto next = std::move(queue.front());
+      auto task = std::move(queue.front());
       queue.pop_front();
-      --searching;
-      wake_one_if_needed();
+      ++busy;
+      wake_or_start(self);
       guard.unlock();
-      next.done(reg->run(next.job, next.cancel));
+      task();
+      task = nullptr; // destroy captures without the lock held
       guard.lock();
-      ++searching;
+      --busy;
     }
   }
 };
 
-blocking_pool::blocking_pool(std::shared_ptr<const registry> reg,
-                             size_t threads)
-  : shared_(std::make_shared<shared>()), threads_(std::max<size_t>(threads, 1)) {
-  shared_->reg = std::move(reg);
-  shared_->searching = threads_;
-  for (size_t i = 0; i < threads_; ++i)
-    std::thread([s = shared_] { s->work(); }).detach();
+blocking_pool::blocking_pool(size_t max_threads,
+                             std::chrono::milliseconds idle_timeout)
+  : shared_(std::make_shared<shared>()) {
+  shared_->max_threads = std::max<size_t>(max_threads, 1);
+  shared_->idle_timeout = idle_timeout;
 }
 
 blocking_pool::~blocking_pool() {
@@ -91,11 +96,33 @@ blocking_pool::~blocking_pool() {
   shared_->cv.notify_all();
 }
 
-void blocking_pool::dispatch(claimed_job job, cancellation_token cancel,
-                             completion done) {
+void blocking_pool::submit(std::function<void()> task) {
   std::lock_guard<std::mutex> guard{shared_->mtx};
-  shared_->queue.push_back({std::move(job), std::move(cancel), std::move(done)});
-  shared_->wake_one_if_needed();
+  if (shared_->stopping)
+    return;
+  shared_->queue.push_back(std::move(task));
+  shared_->wake_or_start(shared_);
+}
+
+void blocking_pool::abandon() {
+  std::lock_guard<std::mutex> guard{shared_->mtx};
+  ++shared_->abandoned;
+  shared_->wake_or_start(shared_);
+}
+
+void blocking_pool::release_abandoned() {
+  std::lock_guard<std::mutex> guard{shared_->mtx};
+  if (shared_->abandoned > 0)
+    --shared_->abandoned;
+}
+
+size_t blocking_pool::threads() const {
+  std::lock_guard<std::mutex> guard{shared_->mtx};
+  return shared_->alive;
+}
+
+size_t blocking_pool::max_threads() const {
+  return shared_->max_threads;
 }
 
 } // namespace aw

@@ -1,39 +1,55 @@
 #pragma once
-// A bounded pool of threads that runs handlers through a registry. Sized by
-// the total concurrency of the node's queues: a handler that blocks holds
-// one of these threads, never one of CAF's scheduler threads.
+// A bounded pool of threads for work that may block (handlers not declared
+// non-blocking). Threads start on demand, up to the bound, and exit after
+// being idle for a while: a node configured for 5000 concurrent jobs holds
+// no thread until work arrives. A task is handed to a thread that is awake
+// and looking for work when there is one; a sleeping thread is woken, or a
+// new one started, only when none is.
 
+#include <chrono>
+#include <functional>
 #include <memory>
-#include <thread>
-#include <vector>
 
-#include "actors/job_dispatcher.hpp"
+#include "config/defaults.hpp"
 
 namespace aw {
 
-class registry;
-
-class blocking_pool : public job_dispatcher {
+class blocking_pool {
 public:
-  blocking_pool(std::shared_ptr<const registry> reg, size_t threads);
+  /// At most `max_threads` threads (at least 1); one idle for
+  /// `idle_timeout` exits.
+  explicit blocking_pool(size_t max_threads,
+                         std::chrono::milliseconds idle_timeout
+                         = defaults::blocking_idle_timeout);
 
-  /// Stops taking jobs. Jobs queued but not started are dropped (their
-  /// rows were released by the drain); a handler still running past the
-  /// drain finishes on its own thread, which then exits: shutdown never
-  /// waits for a handler that ignores it.
-  ~blocking_pool() override;
+  /// Stops taking work. Tasks queued but not started are dropped (their
+  /// jobs were released by the drain); a task still running finishes on its
+  /// own thread, which then exits: shutdown never waits for a handler that
+  /// ignores it.
+  ~blocking_pool();
 
-  void dispatch(claimed_job job, cancellation_token cancel,
-                completion done) override;
+  blocking_pool(const blocking_pool&) = delete;
+  blocking_pool& operator=(const blocking_pool&) = delete;
 
-  size_t threads() const {
-    return threads_;
-  }
+  /// Runs `task` on a pool thread, now or when one is free.
+  void submit(std::function<void()> task);
+
+  /// A running task will not return in time (a handler that ignored its
+  /// deadline): the pool may start one more thread until it does, so the
+  /// work behind it still gets threads. Call release_abandoned() when that
+  /// task returns.
+  void abandon();
+  void release_abandoned();
+
+  /// Threads alive now.
+  size_t threads() const;
+
+  /// The bound on threads (without abandoned ones).
+  size_t max_threads() const;
 
 private:
   struct shared;
   std::shared_ptr<shared> shared_;
-  size_t threads_;
 };
 
 } // namespace aw

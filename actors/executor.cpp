@@ -9,97 +9,221 @@
 
 namespace aw {
 
-executor_actor::behavior_type
-executor_behavior(executor_pointer self, claimed_job job,
-                  std::shared_ptr<job_dispatcher> dispatcher,
-                  storage_actor completer, poller_actor poller) {
+namespace {
+
+void log_outcome(int64_t id, const job_outcome& outcome) {
+  switch (outcome.kind) {
+    case outcome_kind::completed:
+      spdlog::debug("job {} completed in {} ms", id, outcome.duration_ms);
+      break;
+    case outcome_kind::snoozed:
+    case outcome_kind::waiting_callback:
+      spdlog::info("job {}: {} ({} ms)", id, to_string(outcome.kind),
+                   outcome.delay_ms);
+      break;
+    case outcome_kind::cancelled:
+      spdlog::info("job {} cancelled: {}", id, outcome.message);
+      break;
+    default:
+      spdlog::warn("job {} failed ({}): {}", id, to_string(outcome.kind),
+                   outcome.message);
+  }
+}
+
+/// Arms timers of asynchronous handlers from any thread; they fire on the
+/// executor as timer_atom messages.
+class executor_timer_service : public timer_service {
+public:
+  executor_timer_service(executor_actor self,
+                         std::shared_ptr<executor_state::timer_table> table)
+    : self_(caf::actor_cast<caf::weak_actor_ptr>(self)),
+      table_(std::move(table)) {
+    // nop
+  }
+
+  void after(uint64_t run, std::chrono::milliseconds delay,
+             std::function<void()> fn) override {
+    auto strong = caf::actor_cast<executor_actor>(self_.lock());
+    if (!strong)
+      return;
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> guard{table_->mtx};
+      id = ++table_->next_id;
+      table_->pending.emplace(id, std::move(fn));
+    }
+    caf::delayed_anon_send(strong, delay, timer_atom::value, run, id);
+  }
+
+private:
+  caf::weak_actor_ptr self_;
+  std::shared_ptr<executor_state::timer_table> table_;
+};
+
+/// The run ended (or was given up on): gives the outcome to the poller,
+/// which frees the slot and passes the outcome on to storage.
+void finish(executor_pointer self, job_outcome outcome) {
   auto& st = self->state;
-  st.job_id = job.id;
-  st.deadline_ms = job.deadline_ms;
-  // Whatever ends this actor (shutdown, a bug), the handler is told to stop.
-  self->attach_functor([token = st.cancel] {
-    token.cancel("the worker stopped this run");
-  });
+  auto& run = st.current;
+  st.busy = false;
+  st.running_token->reset();
+  auto id = run.job_id;
+  if (run.lost) {
+    spdlog::warn("job {}: handler returned after the job stopped being "
+                 "ours ({}); its outcome is not recorded",
+                 id, run.cancel.reason());
+    self->send(st.cfg.poller, done_atom::value, id, false, job_outcome{});
+    return;
+  }
+  outcome.job_id = id;
+  outcome.batch_id = run.batch_id;
+  outcome.attempt = run.attempt;
+  outcome.observed = run.observed;
+  if (outcome.kind != outcome_kind::abandoned) {
+    outcome.duration_ms
+      = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - run.started)
+          .count();
+    if (run.overran) {
+      outcome.kind = outcome_kind::deadline_exceeded;
+      outcome.message = "deadline exceeded: the run took longer than "
+                        + format_duration(
+                          std::chrono::milliseconds{run.deadline_ms});
+    }
+  }
+  if (outcome.kind != outcome_kind::completed)
+    log_outcome(id, outcome);
+  self->send(st.cfg.poller, done_atom::value, id, true, std::move(outcome));
+}
+
+/// Starts `job` as the next run.
+void start(executor_pointer self, claimed_job job) {
+  auto& st = self->state;
+  auto number = ++st.run_number;
+  st.busy = true;
+  st.current = executor_run{};
+  auto& run = st.current;
+  *st.running_token = run.cancel;
+  run.job_id = job.id;
+  run.batch_id = job.batch_id;
+  run.attempt = job.attempt;
+  run.observed = !job.started_row.empty();
+  run.deadline_ms = job.deadline_ms;
+  if (run.observed && st.cfg.hooks) {
+    job_event e;
+    e.type = event_type::started;
+    e.kind = job.kind;
+    e.job_json = std::move(job.started_row);
+    self->send(st.cfg.hooks, std::move(e));
+  }
   if (job.deadline_ms > 0)
     self->delayed_send(self, std::chrono::milliseconds{job.deadline_ms},
-                       deadline_atom::value);
+                       deadline_atom::value, number);
+  run_context ctx;
+  ctx.cancel = run.cancel;
+  ctx.run = number;
+  ctx.timers = st.timers;
+  run.started = std::chrono::steady_clock::now();
   auto me = caf::actor_cast<executor_actor>(self);
-  auto started = std::chrono::steady_clock::now();
-  dispatcher->dispatch(std::move(job), st.cancel,
-                       [me, started](job_outcome outcome) {
-                         outcome.duration_ms
-                           = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - started)
-                               .count();
-                         caf::anon_send(me, outcome_atom::value,
-                                        std::move(outcome));
-                       });
+  auto result = st.cfg.runner->start(
+    std::move(job), ctx, [me, number](job_outcome outcome) {
+      caf::anon_send(me, outcome_atom::value, number, std::move(outcome));
+    });
+  // Ran inline to its end: no thread hand-off, no message.
+  if (result)
+    finish(self, std::move(*result));
+}
+
+} // namespace
+
+executor_actor::behavior_type executor_behavior(executor_pointer self,
+                                                executor_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.timer_callbacks = std::make_shared<executor_state::timer_table>();
+  st.timers = std::make_shared<executor_timer_service>(
+    caf::actor_cast<executor_actor>(self), st.timer_callbacks);
+  // Whatever ends this actor during a run (shutdown, a bug), the handler is
+  // told to stop.
+  self->attach_functor([token = st.running_token] {
+    if (*token)
+      (*token)->cancel("the worker stopped this run");
+  });
   return {
-    [self, completer, poller](outcome_atom, job_outcome& outcome) {
+    [self](run_atom, claimed_job& job) { start(self, std::move(job)); },
+    [self](outcome_atom, uint64_t run, job_outcome& outcome) {
       auto& st = self->state;
-      auto id = st.job_id;
-      if (st.lost) {
-        spdlog::warn("job {}: handler returned after the job stopped being "
-                     "ours ({}); its outcome is not recorded",
-                     id, st.cancel.reason());
-        self->send(poller, done_atom::value, id, outcome.kind,
-                   finish_result::stale);
-        self->quit();
+      if (run == st.run_number && st.busy)
+        finish(self, std::move(outcome));
+    },
+    [self](cancel_atom, int64_t id, const std::string& reason) {
+      auto& st = self->state;
+      if (!st.busy || st.current.job_id != id)
         return;
-      }
-      if (st.overran) {
-        outcome.kind = outcome_kind::deadline_exceeded;
-        outcome.message = "deadline exceeded: the run took longer than "
-                          + format_duration(
-                            std::chrono::milliseconds{st.deadline_ms});
-      }
-      auto kind = outcome.kind;
-      switch (kind) {
-        case outcome_kind::completed:
-          spdlog::debug("job {} completed in {} ms", id, outcome.duration_ms);
-          break;
-        case outcome_kind::snoozed:
-        case outcome_kind::waiting_callback:
-          spdlog::info("job {}: {} ({} ms)", id, to_string(kind),
-                       outcome.delay_ms);
-          break;
-        case outcome_kind::cancelled:
-          spdlog::info("job {} cancelled: {}", id, outcome.message);
-          break;
-        default:
-          spdlog::warn("job {} failed ({}): {}", id, to_string(kind),
-                       outcome.message);
-      }
-      self->request(completer, caf::infinite, finish_atom::value,
-                    std::move(outcome))
-        .then(
-          [self, poller, id, kind](finish_result result) {
-            self->send(poller, done_atom::value, id, kind, result);
-            self->quit();
-          },
-          [self, poller, id, kind](caf::error& err) {
-            // Storage never gives up on an outcome; this means it is gone.
-            // The job stays running in the database until reclaimed.
-            spdlog::error("job {}: outcome not recorded: {}", id,
-                          render(err));
-            self->send(poller, done_atom::value, id, kind,
-                       finish_result::stale);
-            self->quit();
-          });
+      st.current.lost = true;
+      st.current.cancel.cancel(reason);
     },
-    [self](cancel_atom, const std::string& reason) {
-      self->state.lost = true;
-      self->state.cancel.cancel(reason);
-    },
-    [self](deadline_atom) {
+    [self](deadline_atom, uint64_t run) {
       auto& st = self->state;
-      st.overran = true;
-      st.cancel.cancel("deadline of "
-                       + format_duration(std::chrono::milliseconds{st.deadline_ms})
-                       + " exceeded");
+      if (run != st.run_number || !st.busy)
+        return;
+      auto& cur = st.current;
+      cur.overran = true;
+      auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
       spdlog::warn("job {}: deadline of {} exceeded, cancelling the run",
-                   st.job_id,
-                   format_duration(std::chrono::milliseconds{st.deadline_ms}));
+                   cur.job_id, limit);
+      cur.cancel.cancel("deadline of " + limit + " exceeded");
+      // The cancellation may have ended the run already (asynchronous
+      // handlers end on it at once).
+      if (st.busy && run == st.run_number)
+        self->delayed_send(self, st.cfg.abandon_grace, abandon_atom::value,
+                           run);
+    },
+    [self](abandon_atom, uint64_t run) {
+      auto& st = self->state;
+      if (run != st.run_number || !st.busy)
+        return;
+      auto& cur = st.current;
+      auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
+      spdlog::error("job {}: the handler still runs {} after its deadline of "
+                    "{} although it was cancelled; giving the run up as a "
+                    "deadline rescue (its late result will be ignored)",
+                    cur.job_id, format_duration(st.cfg.abandon_grace), limit);
+      st.cfg.runner->abandoned(cur.job_id);
+      job_outcome out;
+      out.kind = outcome_kind::abandoned;
+      out.message = "deadline exceeded: the run passed its deadline ("
+                    + limit + ") and its handler did not end within "
+                    + format_duration(st.cfg.abandon_grace) + " after it";
+      out.duration_ms
+        = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - cur.started)
+            .count();
+      finish(self, std::move(out));
+    },
+    [self](timer_atom, uint64_t run, uint64_t id) {
+      auto& st = self->state;
+      std::function<void()> fn;
+      {
+        auto& t = *st.timer_callbacks;
+        std::lock_guard<std::mutex> guard{t.mtx};
+        auto i = t.pending.find(id);
+        if (i == t.pending.end())
+          return;
+        fn = std::move(i->second);
+        t.pending.erase(i);
+      }
+      if (run != st.run_number || !st.busy)
+        return; // a timer of an earlier run
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        spdlog::error("job {}: a timer callback of its handler threw: {}",
+                      st.current.job_id, e.what());
+      } catch (...) {
+        spdlog::error("job {}: a timer callback of its handler threw",
+                      st.current.job_id);
+      }
     },
   };
 }

@@ -1,27 +1,58 @@
 #pragma once
-// The executor: one actor per running job. It hands the job to the
-// dispatcher (a bounded thread pool: handlers may block), waits for the
-// outcome, has storage commit it, then frees its poller's slot and quits.
+// The executor: the actor that runs the jobs of one handler slot of a
+// poller, one job at a time. For each job it starts the handler through the
+// job runner (inline, asynchronous, or on the blocking pool), sends the
+// outcome to storage, and tells its poller the slot is free. A handler
+// that never blocks costs no thread hand-off at all. Executors are kept
+// from job to job: creating and destroying an actor per job cost more than
+// a no-op job (each termination wakes CAF's clock thread).
 //
-// It owns the run's cancellation token: the token is cancelled when the
+// It owns each run's cancellation token: the token is cancelled when the
 // deadline passes (the outcome then becomes a deadline rescue), when the
 // lease turns out to be lost (no outcome is written), and when the
-// executor stops for any other reason (shutdown).
+// executor stops for any other reason (shutdown). A handler that ignores
+// its deadline's cancellation for a further grace is abandoned: the run is
+// recorded as a rescue and the handler's late result is dropped.
+//
+// Every message about a run carries the run's number: what arrives for an
+// earlier run (a late result of an abandoned handler, a timer of a finished
+// one) is ignored.
 
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/job_dispatcher.hpp"
+#include "actors/job_runner.hpp"
 #include "messages/actors.hpp"
 
 namespace aw {
 
-struct executor_state {
-  static inline const char* name = "executor";
+/// Who an executor works with.
+struct executor_config {
+  std::shared_ptr<job_runner> runner;
+  /// The poller whose slot this is; outcomes go back to it.
+  poller_actor poller;
+  /// Receives the `started` event of observed kinds (may be null).
+  hook_dispatcher_actor hooks;
+  /// How long past its deadline a handler that ignores the cancellation is
+  /// waited for before the run is given up.
+  std::chrono::milliseconds abandon_grace{30'000};
+};
+
+/// The run in progress.
+struct executor_run {
   int64_t job_id = 0;
+  int64_t batch_id = 0;
+  int32_t attempt = 0;
+  bool observed = false;
   int64_t deadline_ms = 0;
+  std::chrono::steady_clock::time_point started;
   cancellation_token cancel;
   /// The deadline passed before the handler returned.
   bool overran = false;
@@ -29,11 +60,32 @@ struct executor_state {
   bool lost = false;
 };
 
+struct executor_state {
+  static inline const char* name = "executor";
+  executor_config cfg;
+  /// Runs started so far; the current one's number.
+  uint64_t run_number = 0;
+  /// A run is in progress.
+  bool busy = false;
+  executor_run current;
+  /// The current run's token, shared with the exit functor (which runs
+  /// after the state is gone); empty between runs.
+  std::shared_ptr<std::optional<cancellation_token>> running_token
+    = std::make_shared<std::optional<cancellation_token>>();
+  /// Timers of asynchronous handlers, armed from any thread.
+  std::shared_ptr<timer_service> timers;
+  /// Callbacks of those timers, by id (shared with `timers`).
+  struct timer_table {
+    std::mutex mtx;
+    uint64_t next_id = 0;
+    std::unordered_map<uint64_t, std::function<void()>> pending;
+  };
+  std::shared_ptr<timer_table> timer_callbacks;
+};
+
 using executor_pointer = executor_actor::stateful_pointer<executor_state>;
 
-executor_actor::behavior_type
-executor_behavior(executor_pointer self, claimed_job job,
-                  std::shared_ptr<job_dispatcher> dispatcher,
-                  storage_actor completer, poller_actor poller);
+executor_actor::behavior_type executor_behavior(executor_pointer self,
+                                                executor_config cfg);
 
 } // namespace aw

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -15,12 +16,26 @@ namespace {
 
 using clock_type = caf::actor_clock;
 
-/// The running jobs of the node: which poller runs each and when it was
-/// claimed.
+/// The jobs the node holds: which poller holds each, its lane batch (0:
+/// its row holds the lease), and when it was claimed.
 struct snapshot {
   std::vector<int64_t> ids;
+  std::vector<int64_t> batches;
   std::vector<clock_type::time_point> claimed_at;
   std::vector<size_t> poller_of;
+
+  /// The row-per-state jobs and the distinct batches, for the heartbeat.
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> leases() const {
+    std::vector<int64_t> jobs;
+    std::set<int64_t> distinct;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (batches[i] == 0)
+        jobs.push_back(ids[i]);
+      else
+        distinct.insert(batches[i]);
+    }
+    return {std::move(jobs), {distinct.begin(), distinct.end()}};
+  }
 };
 
 void end_round(lease_keeper_pointer self) {
@@ -80,16 +95,26 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
     std::chrono::milliseconds{1},
     std::min(st.cfg.heartbeat_interval,
              std::chrono::ceil<std::chrono::milliseconds>(due - sent_at)));
-  self->request(st.cfg.store, timeout, heartbeat_atom::value, snap->ids)
+  auto [jobs, batches] = snap->leases();
+  self->request(st.cfg.store, timeout, heartbeat_atom::value, std::move(jobs),
+                std::move(batches))
     .then(
-      [self, snap, sent_at](std::vector<int64_t>& alive) {
+      [self, snap, sent_at](std::vector<int64_t>& alive,
+                            std::vector<int64_t>& open) {
         auto& st = self->state;
         st.last_refresh = sent_at;
         std::sort(alive.begin(), alive.end());
+        std::sort(open.begin(), open.end());
         std::vector<size_t> lost;
-        for (size_t i = 0; i < snap->ids.size(); ++i)
-          if (!std::binary_search(alive.begin(), alive.end(), snap->ids[i]))
+        for (size_t i = 0; i < snap->ids.size(); ++i) {
+          bool ours = snap->batches[i] == 0
+                        ? std::binary_search(alive.begin(), alive.end(),
+                                             snap->ids[i])
+                        : std::binary_search(open.begin(), open.end(),
+                                             snap->batches[i]);
+          if (!ours)
             lost.push_back(i);
+        }
         if (!lost.empty())
           report_lost(self, *snap, lost,
                       "lease lost: the job is no longer running under this "
@@ -138,13 +163,14 @@ void start_round(lease_keeper_pointer self) {
   for (size_t p = 0; p < st.pollers.size(); ++p)
     self->request(st.pollers[p], st.cfg.heartbeat_interval, running_atom::value)
       .then(
-        [self, snap, remaining, p](std::vector<int64_t>& ids,
-                                   std::vector<int64_t>& claimed_ns) {
-          for (size_t i = 0; i < ids.size(); ++i) {
-            snap->ids.push_back(ids[i]);
+        [self, snap, remaining, p](std::vector<held_job>& held) {
+          for (auto& h : held) {
+            snap->ids.push_back(h.id);
+            snap->batches.push_back(h.batch_id);
             snap->claimed_at.push_back(
               clock_type::time_point{std::chrono::duration_cast<
-                clock_type::time_point::duration>(std::chrono::nanoseconds{claimed_ns[i]})});
+                clock_type::time_point::duration>(
+                std::chrono::nanoseconds{h.claimed_at_ns})});
             snap->poller_of.push_back(p);
           }
           if (--*remaining == 0)

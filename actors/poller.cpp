@@ -1,5 +1,7 @@
 #include "actors/poller.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "actors/executor.hpp"
@@ -9,71 +11,168 @@ namespace aw {
 
 namespace {
 
+using namespace std::chrono_literals;
+
 void arm_timer(poller_pointer self, std::chrono::milliseconds delay) {
   auto gen = ++self->state.timer_generation;
   self->delayed_send(self, delay, tick_atom::value, gen);
 }
 
-/// Ends the drain: kills the executors still running, releases their jobs
-/// (and any claimed after the drain began) and replies to the drain request.
-void finish_drain(poller_pointer self) {
+int64_t ns_since_epoch(caf::actor_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+           t.time_since_epoch())
+    .count();
+}
+
+held_job held(int64_t id, int64_t batch, caf::actor_clock::time_point at) {
+  return held_job{id, batch, ns_since_epoch(at)};
+}
+
+void try_claim(poller_pointer self);
+void schedule_claim(poller_pointer self);
+void maybe_finish_drain(poller_pointer self);
+
+/// Hands the collected outcomes to storage, one message per storage actor.
+void flush_outbox(poller_pointer self) {
   auto& st = self->state;
-  if (!st.drain_pending || st.claim_in_flight)
+  st.outbox_flush_queued = false;
+  for (size_t i = 0; i < st.outbox.size(); ++i)
+    if (!st.outbox[i].empty()) {
+      self->send(st.cfg.completers[i], finish_atom::value,
+                 std::move(st.outbox[i]), poller_actor{self});
+      st.outbox[i] = {};
+    }
+}
+
+// -- the drain ------------------------------------------------------------------
+
+/// Releases `jobs` (never charged); the drain waits for the reply.
+void release_during_drain(poller_pointer self, std::vector<held_job> jobs,
+                          bool started) {
+  auto& st = self->state;
+  if (jobs.empty())
     return;
-  std::vector<int64_t> ids = std::move(st.unstarted);
-  st.unstarted.clear();
-  for (auto& [id, job] : st.running) {
-    // A job that is no longer ours is left for reclaim (charged then).
-    if (st.lost.count(id) == 0)
-      ids.push_back(id);
-    self->send_exit(job.executor, caf::exit_reason::user_shutdown);
-  }
-  st.running.clear();
-  st.lost.clear();
-  if (ids.empty()) {
-    st.drain_pending = false;
-    st.drain_promise.deliver(int64_t{0});
-    return;
-  }
-  spdlog::info("poller[{}]: releasing {} job(s) without charging an attempt",
-               st.cfg.queue, ids.size());
-  self->request(st.cfg.claimer, caf::infinite, release_atom::value, ids)
+  spdlog::info("poller[{}]: releasing {} {} job(s) without charging an "
+               "attempt",
+               st.cfg.queue, jobs.size(), started ? "running" : "unstarted");
+  ++st.releases_in_flight;
+  self->request(st.cfg.claimer, caf::infinite, release_atom::value,
+                std::move(jobs), started)
     .then(
-      [self](int64_t released) {
-        self->state.drain_pending = false;
-        self->state.drain_promise.deliver(released);
+      [self](int64_t n) {
+        self->state.released += n;
+        --self->state.releases_in_flight;
+        maybe_finish_drain(self);
       },
       [self](caf::error& err) {
         spdlog::error("poller[{}]: releasing jobs failed (they will be "
                       "reclaimed after the lease expires): {}",
                       self->state.cfg.queue, render(err));
-        self->state.drain_pending = false;
-        self->state.drain_promise.deliver(int64_t{0});
+        --self->state.releases_in_flight;
+        maybe_finish_drain(self);
       });
 }
 
-/// Finishes the drain early when nothing runs any more.
-void maybe_finish_drain(poller_pointer self) {
+/// The buffered jobs go back at once: they never started.
+void release_buffer(poller_pointer self) {
   auto& st = self->state;
-  if (st.drain_pending && st.running.empty())
-    finish_drain(self);
+  std::vector<held_job> jobs;
+  for (auto& b : st.buffer)
+    jobs.push_back(held(b.job.id, b.job.batch_id, b.claimed_at));
+  st.buffer.clear();
+  st.buffer_bytes = 0;
+  release_during_drain(self, std::move(jobs), false);
 }
 
-void start_executor(poller_pointer self, claimed_job job) {
-  auto& cfg = self->state.cfg;
-  auto id = job.id;
-  const auto& completer
-    = cfg.completers[static_cast<size_t>(id) % cfg.completers.size()];
-  auto exec = self->spawn(executor_behavior, std::move(job), cfg.dispatcher,
-                          completer, poller_actor{self});
-  self->state.running.emplace(id, running_job{std::move(exec),
-                                              self->clock().now()});
+/// The drain budget ran out: stops the executors still running and
+/// releases their jobs.
+void expire_drain(poller_pointer self) {
+  auto& st = self->state;
+  st.phase = poller_phase::drain_expired;
+  std::vector<held_job> jobs;
+  for (auto& [id, job] : st.running) {
+    // A job that is no longer ours is left for reclaim (charged then).
+    if (st.lost.count(id) == 0)
+      jobs.push_back(held(id, job.batch_id, job.claimed_at));
+    // Stopping the executor cancels the handler's token.
+    self->send_exit(job.executor, caf::exit_reason::user_shutdown);
+  }
+  st.running.clear();
+  st.running_bytes = 0;
+  release_during_drain(self, std::move(jobs), true);
+  maybe_finish_drain(self);
 }
+
+/// Answers the drain request once nothing runs, no claim is in flight and
+/// every release got its reply.
+void maybe_finish_drain(poller_pointer self) {
+  auto& st = self->state;
+  if (!st.drain_pending || !st.running.empty() || st.claims_in_flight > 0
+      || st.releases_in_flight > 0)
+    return;
+  // Outcomes reach storage before the drain's reply: the final flush the
+  // supervisor asks storage for after it comes later.
+  flush_outbox(self);
+  st.drain_pending = false;
+  st.drain_promise.deliver(st.released);
+}
+
+// -- running jobs ---------------------------------------------------------------
+
+/// Starts buffered jobs while handler slots are free.
+void start_jobs(poller_pointer self) {
+  auto& st = self->state;
+  if (st.phase != poller_phase::running)
+    return;
+  auto now = self->clock().now();
+  while (st.free_slots() > 0 && !st.buffer.empty()) {
+    auto b = std::move(st.buffer.front());
+    st.buffer.pop_front();
+    auto bytes = b.job.bytes();
+    st.buffer_bytes -= bytes;
+    // Jobs that waited long in the buffer: it holds more than the node
+    // runs soon; keep less, so idle nodes can take the rest.
+    auto waited = now - b.claimed_at;
+    if (waited > defaults::prefetch_horizon)
+      st.prefetch = std::max(1, st.prefetch / 2);
+    st.recent_wait = std::max(st.recent_wait, waited);
+    auto id = b.job.id;
+    auto batch = b.job.batch_id;
+    executor_actor exec;
+    if (st.idle_executors.empty()) {
+      executor_config ec;
+      ec.runner = st.cfg.runner;
+      ec.poller = poller_actor{self};
+      ec.hooks = st.cfg.hooks;
+      ec.abandon_grace = st.cfg.abandon_grace;
+      exec = self->spawn(executor_behavior, std::move(ec));
+      self->monitor(exec);
+      st.executors->push_back(exec);
+    } else {
+      exec = std::move(st.idle_executors.back());
+      st.idle_executors.pop_back();
+    }
+    self->send(exec, run_atom::value, std::move(b.job));
+    st.running.emplace(id, started_job{std::move(exec), batch, b.claimed_at,
+                                       bytes});
+    st.running_bytes += bytes;
+  }
+  if (st.free_slots() > 0 && st.buffer.empty() && st.maybe_more) {
+    if (!st.starved_since)
+      st.starved_since = now;
+  } else if (st.starved_since) {
+    st.starved_time += now - *st.starved_since;
+    st.starved_since.reset();
+  }
+}
+
+// -- the idle poll gate -----------------------------------------------------------
 
 /// Asks the gate for a permit (once) when this poller has none.
 void want_permit(poller_pointer self) {
   auto& st = self->state;
-  if (!st.cfg.gate || st.has_permit || st.permit_requested || st.draining)
+  if (!st.cfg.gate || st.has_permit || st.permit_requested
+      || st.phase != poller_phase::running)
     return;
   st.permit_requested = true;
   self->send(st.cfg.gate, permit_atom::value, poller_actor{self});
@@ -97,72 +196,155 @@ void arm_idle_timer(poller_pointer self) {
     ++st.timer_generation; // parked: only a wake-up or a permit claims
 }
 
+// -- claims -----------------------------------------------------------------------
+
+/// How many jobs the next claim may take now (0: none). The running slots,
+/// the buffer and the claims in flight together aim at the concurrency plus
+/// the buffer's target; a claim goes out when there is room for a share of
+/// the target (target / (claims_in_flight + 1)), or for anything when the
+/// handlers wait. So under load claims of a third of the target overlap,
+/// and one arrives before the buffer runs dry.
+int claim_room(const poller_state& st) {
+  int buffered = static_cast<int>(st.buffer.size());
+  int slots = std::max(0, st.free_slots());
+  // Storage is far behind with the outcomes: claim nothing more until it
+  // catches up.
+  if (st.committing.size()
+      > static_cast<size_t>(4 * std::max(st.cfg.local_queue_size,
+                                         st.cfg.concurrency)))
+    return 0;
+  int room = st.prefetch + slots - buffered - st.claiming_rows;
+  if (room <= 0)
+    return 0;
+  // Handlers wait for work right now: claim whatever fits.
+  bool starving = buffered == 0 && st.claims_in_flight == 0;
+  int share = std::max(1, st.prefetch / (defaults::claims_in_flight + 1));
+  if (room < share && !starving)
+    return 0;
+  return std::min(defaults::max_claim, room);
+}
+
+void on_claimed(poller_pointer self, int limit, int64_t budget,
+                claim_result& result) {
+  auto& st = self->state;
+  --st.claims_in_flight;
+  st.claiming_rows -= limit;
+  st.claiming_bytes -= budget;
+  st.claim_time += self->clock().now() - st.claim_sent_at;
+  if (st.claim_backoff.failures() > 0)
+    spdlog::info("poller[{}]: claiming again after {} failed attempt(s)",
+                 st.cfg.queue, st.claim_backoff.failures());
+  st.claim_backoff.reset();
+  st.claimed += result.jobs.size();
+  auto now = self->clock().now();
+  if (st.phase != poller_phase::running) {
+    // Claimed while shutting down: never started, handed back.
+    std::vector<held_job> jobs;
+    for (auto& job : result.jobs)
+      jobs.push_back(held(job.id, job.batch_id, now));
+    release_during_drain(self, std::move(jobs), false);
+    maybe_finish_drain(self);
+    return;
+  }
+  auto n = static_cast<int>(result.jobs.size());
+  // A full claim means more jobs are probably due right now. When the jobs
+  // of the last claims started soon after they arrived, the handlers keep
+  // up with more: buffer twice as many.
+  bool full = n >= limit || result.byte_bound;
+  if (full && st.recent_wait < defaults::prefetch_horizon / 8)
+    st.prefetch = std::min(st.prefetch * 2, st.cfg.local_queue_size);
+  st.recent_wait = {};
+  st.maybe_more = full || result.more_soon;
+  for (auto& job : result.jobs) {
+    st.buffer_bytes += job.bytes();
+    st.buffer.push_back({std::move(job), now});
+  }
+  if (n == 0 && !result.more_soon)
+    want_permit(self);
+  else if (n > 0)
+    give_back_permit(self);
+  start_jobs(self);
+  if (result.more_soon && !full) {
+    // Due jobs wait behind a transaction still open elsewhere: look again
+    // shortly (1 ms, doubling up to 50 ms), not at the next idle poll.
+    st.fence_retry = st.fence_retry.count() == 0
+                       ? 1ms
+                       : std::min<std::chrono::milliseconds>(st.fence_retry * 2,
+                                                             50ms);
+    arm_timer(self, st.fence_retry);
+    return;
+  }
+  st.fence_retry = 0ms;
+  if (st.claims_in_flight == 0)
+    arm_idle_timer(self);
+  if (st.maybe_more)
+    try_claim(self);
+}
+
+void on_claim_failed(poller_pointer self, int limit, int64_t budget,
+                     const caf::error& err) {
+  auto& st = self->state;
+  --st.claims_in_flight;
+  st.claiming_rows -= limit;
+  st.claiming_bytes -= budget;
+  if (st.phase != poller_phase::running) {
+    maybe_finish_drain(self);
+    return;
+  }
+  if (st.claim == claim_phase::backing_off)
+    return; // the other claim in flight failed too; one timer is enough
+  auto delay = st.claim_backoff.next();
+  spdlog::error("poller[{}]: claim failed, retrying in {} ms: {}",
+                st.cfg.queue, delay.count(), render(err));
+  st.claim = claim_phase::backing_off;
+  arm_timer(self, delay);
+}
+
 void try_claim(poller_pointer self) {
   auto& st = self->state;
-  if (st.draining || st.claim_in_flight || st.in_backoff)
-    return;
-  auto limit = st.free_slots();
-  if (limit <= 0)
-    return;
-  st.claim_in_flight = true;
-  ++st.claims;
-  self->request(st.cfg.claimer, caf::infinite, claim_atom::value, st.cfg.queue,
-                int32_t{limit},
-                static_cast<int64_t>(st.cfg.default_deadline.count()))
-    .then(
-      [self, limit](std::vector<claimed_job>& jobs) {
-        auto& st = self->state;
-        st.claim_in_flight = false;
-        if (st.claim_backoff.failures() > 0)
-          spdlog::info("poller[{}]: claiming again after {} failed "
-                       "attempt(s)",
-                       st.cfg.queue, st.claim_backoff.failures());
-        st.claim_backoff.reset();
-        st.claimed += jobs.size();
-        if (st.draining) {
-          // Claimed while shutting down: never started, handed back.
-          for (auto& job : jobs)
-            st.unstarted.push_back(job.id);
-          if (st.drain_budget_spent || st.running.empty())
-            finish_drain(self);
-          return;
-        }
-        // A full batch means more jobs are probably due right now.
-        st.maybe_more = static_cast<int>(jobs.size()) >= limit;
-        if (jobs.empty()) {
-          want_permit(self);
-        } else {
-          give_back_permit(self);
-          for (auto& job : jobs)
-            start_executor(self, std::move(job));
-        }
-        arm_idle_timer(self);
-        if (st.maybe_more && st.free_slots() > 0)
-          try_claim(self);
-      },
-      [self](caf::error& err) {
-        auto& st = self->state;
-        st.claim_in_flight = false;
-        if (st.draining) {
-          if (st.drain_budget_spent || st.running.empty())
-            finish_drain(self);
-          return;
-        }
-        auto delay = st.claim_backoff.next();
-        spdlog::error("poller[{}]: claim failed, retrying in {} ms: {}",
-                      st.cfg.queue, delay.count(), render(err));
-        st.in_backoff = true;
-        arm_timer(self, delay);
-      });
+  while (st.phase == poller_phase::running && st.claim == claim_phase::ready
+         && st.claims_in_flight
+              < std::min<int>(defaults::claims_in_flight,
+                              static_cast<int>(st.cfg.completers.size()))) {
+    auto limit = claim_room(st);
+    if (limit <= 0)
+      return;
+    // The byte bound: what is held now and what claims in flight may bring
+    // leave this much (at least one job when nothing is held or coming).
+    auto held = static_cast<int64_t>(st.held_bytes()) + st.claiming_bytes;
+    auto bytes = st.cfg.local_queue_bytes - held;
+    if (bytes <= 0) {
+      if (held > 0)
+        return;
+      bytes = 1;
+    }
+    ++st.claims_in_flight;
+    st.claiming_rows += limit;
+    st.claiming_bytes += bytes;
+    ++st.claims;
+    st.claim_sent_at = self->clock().now();
+    auto& target = st.cfg.completers[st.next_claimer];
+    st.next_claimer = (st.next_claimer + 1) % st.cfg.completers.size();
+    self->request(target, caf::infinite, claim_atom::value, st.cfg.queue,
+                  int32_t{limit}, bytes,
+                  static_cast<int64_t>(st.cfg.default_deadline.count()))
+      .then(
+        [self, limit, bytes](claim_result& result) {
+          on_claimed(self, limit, bytes, result);
+        },
+        [self, limit, bytes](caf::error& err) {
+          on_claim_failed(self, limit, bytes, err);
+        });
+  }
 }
 
 /// Claims once the messages already in the mailbox (more finished jobs,
 /// more wake-ups) have been handled, so a burst becomes one claim.
 void schedule_claim(poller_pointer self) {
   auto& st = self->state;
-  if (st.claim_queued || st.draining)
+  if (st.claim != claim_phase::ready || st.phase != poller_phase::running)
     return;
-  st.claim_queued = true;
+  st.claim = claim_phase::queued;
   self->send(self, claim_atom::value);
 }
 
@@ -172,70 +354,153 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
                                             poller_config cfg) {
   if (cfg.completers.empty())
     cfg.completers.push_back(cfg.claimer);
+  cfg.local_queue_size = std::max(1, cfg.local_queue_size);
   self->state.cfg = std::move(cfg);
+  auto& st = self->state;
+  st.outbox.resize(st.cfg.completers.size());
+  // Start with one round of work buffered; the buffer grows while handlers
+  // outrun the claims.
+  st.prefetch = std::clamp(st.cfg.concurrency, 1, st.cfg.local_queue_size);
   // Behind a gate a poller starts parked and asks for a permit; only permit
   // holders poll on the idle interval.
-  self->state.has_permit = !self->state.cfg.gate;
-  self->attach_functor([self] {
-    spdlog::debug("poller[{}]: stopped after {} claim(s), {} job(s)",
-                  self->state.cfg.queue, self->state.claims,
-                  self->state.claimed);
+  st.has_permit = !st.cfg.gate;
+  // The executors live as long as their poller. (The functor runs after
+  // the state is gone: it owns what it uses.)
+  self->attach_functor([executors = st.executors, queue = st.cfg.queue] {
+    spdlog::debug("poller[{}]: stopped", queue);
+    for (auto& e : *executors)
+      caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
   });
-  if (self->state.has_permit)
+  // An executor that died of a bug: its job is left to its lease (no
+  // longer heartbeated, it is rescued and charged), its slot is free.
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    auto gone = [&](const executor_actor& e) { return e.address() == dm.source; };
+    st.executors->erase(std::remove_if(st.executors->begin(),
+                                       st.executors->end(), gone),
+                        st.executors->end());
+    st.idle_executors.erase(std::remove_if(st.idle_executors.begin(),
+                                           st.idle_executors.end(), gone),
+                            st.idle_executors.end());
+    for (auto i = st.running.begin(); i != st.running.end(); ++i) {
+      if (i->second.executor.address() != dm.source)
+        continue;
+      if (st.phase == poller_phase::running)
+        spdlog::error("poller[{}]: the executor of job {} stopped ({}); the "
+                      "job is left to the rescue of its lease",
+                      st.cfg.queue, i->first, caf::to_string(dm.reason));
+      st.running_bytes -= i->second.bytes;
+      st.lost.erase(i->first);
+      st.running.erase(i);
+      break;
+    }
+    if (st.phase == poller_phase::running)
+      start_jobs(self);
+    else
+      maybe_finish_drain(self);
+  });
+  if (st.has_permit)
     schedule_claim(self);
   else
     want_permit(self);
-  self->delayed_send(self, self->state.cfg.report_interval, report_atom::value);
+  self->delayed_send(self, st.cfg.report_interval, report_atom::value);
   return {
     [self](wake_atom) {
       self->state.maybe_more = true;
       schedule_claim(self);
     },
-    [self](done_atom, int64_t id, outcome_kind kind, finish_result result) {
+    [self](done_atom, int64_t id, bool record, job_outcome& outcome) {
       auto& st = self->state;
-      st.running.erase(id);
-      st.lost.erase(id);
-      if (result == finish_result::stale)
+      auto i = st.running.find(id);
+      if (i == st.running.end())
+        return; // released by an expired drain
+      st.running_bytes -= i->second.bytes;
+      st.idle_executors.push_back(i->second.executor);
+      if (record) {
+        // Outcomes go to storage in batches: one message per flush of the
+        // mailbox, not one per job.
+        auto& box = st.outbox[static_cast<size_t>(id) % st.outbox.size()];
+        box.push_back(std::move(outcome));
+        if (!st.outbox_flush_queued) {
+          st.outbox_flush_queued = true;
+          self->send(self, flush_atom::value);
+        }
+        st.committing.emplace(id, std::move(i->second));
+      } else {
+        st.lost.erase(id);
         ++st.stale;
-      else if (kind == outcome_kind::completed)
-        ++st.completed;
-      else
-        ++st.failed;
-      if (st.draining)
+      }
+      st.running.erase(i);
+      if (st.phase != poller_phase::running) {
         maybe_finish_drain(self);
-      else if (st.maybe_more)
+        return;
+      }
+      start_jobs(self);
+      if (st.maybe_more)
+        schedule_claim(self);
+    },
+    [self](flush_atom) { flush_outbox(self); },
+    [self](committed_atom, std::vector<outcome_report>& reports) {
+      auto& st = self->state;
+      for (auto& r : reports) {
+        st.committing.erase(r.job_id);
+        st.lost.erase(r.job_id);
+        if (r.result == finish_result::stale)
+          ++st.stale;
+        else if (r.kind == outcome_kind::completed)
+          ++st.completed;
+        else
+          ++st.failed;
+      }
+      if (st.phase == poller_phase::running && st.maybe_more)
         schedule_claim(self);
     },
     [self](tick_atom, uint64_t gen) {
       auto& st = self->state;
-      if (gen != st.timer_generation || st.draining)
+      if (gen != st.timer_generation || st.phase != poller_phase::running)
         return;
-      bool backoff_retry = st.in_backoff;
-      st.in_backoff = false;
-      if (!st.has_permit && !backoff_retry)
+      bool backoff_retry = st.claim == claim_phase::backing_off;
+      bool fence_retry = st.fence_retry.count() > 0;
+      if (backoff_retry)
+        st.claim = claim_phase::ready;
+      if (!st.has_permit && !backoff_retry && !fence_retry)
         return; // parked behind the idle poll gate
       st.maybe_more = true;
       try_claim(self);
-      // Nothing to claim now (all slots busy): look again next interval.
-      if (!st.claim_in_flight && !st.in_backoff)
+      // Nothing to claim now (the buffer is full): look again next interval.
+      if (st.claims_in_flight == 0)
         arm_idle_timer(self);
     },
     [self](claim_atom) {
-      self->state.claim_queued = false;
+      auto& st = self->state;
+      if (st.claim == claim_phase::queued)
+        st.claim = claim_phase::ready;
       try_claim(self);
     },
     [self](drain_atom) -> caf::result<int64_t> {
       auto& st = self->state;
-      if (st.drain_pending)
+      using std::chrono::duration_cast;
+      using std::chrono::milliseconds;
+      if (st.claims > 0)
+        spdlog::info("poller[{}]: {} claim(s) took {} job(s), {:.2f} ms per "
+                     "claim; handlers waited {} ms for claims",
+                     st.cfg.queue, st.claims, st.claimed,
+                     duration_cast<std::chrono::microseconds>(st.claim_time)
+                         .count()
+                       / 1000.0 / static_cast<double>(st.claims),
+                     duration_cast<milliseconds>(st.starved_time).count());
+      if (st.drain_pending || st.phase != poller_phase::running)
         return make_error(ec::internal, "poller[" + st.cfg.queue
                                                 + "]: already draining");
-      st.draining = true;
+      st.phase = poller_phase::draining;
+      st.claim = claim_phase::ready;
       ++st.timer_generation; // idle and backoff timers are void now
       give_back_permit(self);
       st.drain_promise = self->make_response_promise<int64_t>();
       st.drain_pending = true;
       auto promise = st.drain_promise;
-      if (!st.running.empty() || st.claim_in_flight) {
+      release_buffer(self);
+      if (!st.running.empty()) {
         spdlog::info("poller[{}]: draining {} running job(s) for up to {} ms",
                      st.cfg.queue, st.running.size(),
                      st.cfg.shutdown_drain.count());
@@ -248,58 +513,68 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       auto& st = self->state;
       if (st.completed + st.failed + st.stale > 0)
         spdlog::info("queue {}: {} completed, {} failed, {} no longer ours in "
-                     "the last {} s; {} running",
+                     "the last {} s; {} running, {} buffered",
                      st.cfg.queue, st.completed, st.failed, st.stale,
-                     st.cfg.report_interval.count() / 1000, st.running.size());
+                     st.cfg.report_interval.count() / 1000, st.running.size(),
+                     st.buffer.size());
       st.completed = st.failed = st.stale = 0;
-      if (!st.draining)
+      if (st.phase == poller_phase::running)
         self->delayed_send(self, st.cfg.report_interval, report_atom::value);
     },
-    [self](running_atom)
-      -> std::tuple<std::vector<int64_t>, std::vector<int64_t>> {
+    [self](running_atom) -> std::vector<held_job> {
       auto& st = self->state;
-      std::vector<int64_t> ids;
-      std::vector<int64_t> claimed_at;
-      for (auto& [id, job] : st.running) {
-        if (st.lost.count(id) != 0)
-          continue;
-        ids.push_back(id);
-        claimed_at.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               job.claimed_at.time_since_epoch())
-                               .count());
-      }
-      return {std::move(ids), std::move(claimed_at)};
+      std::vector<held_job> out;
+      out.reserve(st.buffer.size() + st.running.size() + st.committing.size());
+      for (auto& b : st.buffer)
+        out.push_back(held(b.job.id, b.job.batch_id, b.claimed_at));
+      for (auto& [id, job] : st.running)
+        if (st.lost.count(id) == 0)
+          out.push_back(held(id, job.batch_id, job.claimed_at));
+      for (auto& [id, job] : st.committing)
+        out.push_back(held(id, job.batch_id, job.claimed_at));
+      return out;
     },
     [self](lost_atom, const std::vector<int64_t>& ids,
            const std::string& reason) {
       auto& st = self->state;
+      std::unordered_set<int64_t> gone(ids.begin(), ids.end());
+      // Buffered jobs that are no longer ours are simply dropped.
+      auto dropped = st.buffer.remove_if([&](const buffered_job& b) {
+        if (gone.count(b.job.id) == 0)
+          return false;
+        st.buffer_bytes -= b.job.bytes();
+        return true;
+      });
+      if (dropped > 0)
+        spdlog::warn("poller[{}]: dropping {} buffered job(s) that are no "
+                     "longer ours: {}",
+                     st.cfg.queue, dropped, reason);
       for (auto id : ids) {
         auto i = st.running.find(id);
         if (i == st.running.end() || !st.lost.insert(id).second)
           continue;
         spdlog::warn("poller[{}]: job {} is no longer ours, cancelling it: {}",
                      st.cfg.queue, id, reason);
-        self->send(i->second.executor, cancel_atom::value, reason);
+        self->send(i->second.executor, cancel_atom::value, id, reason);
       }
     },
     [self](permit_atom) {
       auto& st = self->state;
       st.permit_requested = false;
-      if (st.draining) {
-        st.has_permit = true;
+      st.has_permit = true;
+      if (st.phase != poller_phase::running) {
         give_back_permit(self);
         return;
       }
-      st.has_permit = true;
       // Our turn to poll idly: look now, then every interval.
       st.maybe_more = true;
       try_claim(self);
-      if (!st.claim_in_flight && !st.in_backoff)
+      if (st.claims_in_flight == 0)
         arm_idle_timer(self);
     },
     [self](drained_atom) {
-      self->state.drain_budget_spent = true;
-      finish_drain(self);
+      if (self->state.phase == poller_phase::draining)
+        expire_drain(self);
     },
   };
 }

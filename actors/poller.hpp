@@ -1,15 +1,32 @@
 #pragma once
-// The poller: claims due jobs of one queue and spawns one executor per job,
-// never more than the queue's free slots.
+// The poller: claims due jobs of one queue into a bounded local buffer and
+// starts one executor per job as handler slots free up, never more than
+// the queue's concurrency at once.
 //
-// It claims when woken (NOTIFY, local enqueue), when a slot frees up while
-// the last claim came back full (more work is likely waiting), and every
-// poll_interval when idle. Wake-ups coalesce through the mailbox: a burst
-// of finished jobs leads to one claim of all the freed slots. A failed
-// claim is logged at ERROR and retried with backoff 1 s, 2 s ... 30 s.
+// Claim size does not depend on the concurrency: a claim fills the buffer
+// (rows and bytes), as graphile-worker's local queue and River's fetch
+// batches do, so a small concurrency still gets large claims and few
+// commits per job. The buffer adapts to the jobs: its target doubles while
+// handlers outrun the claims (up to local_queue_size) and halves when
+// buffered jobs wait longer than prefetch_horizon before they start, so a
+// node never hoards slow jobs another node could run.
+//
+// Jobs held locally (buffered, running, or finished with their outcome not
+// yet committed) are all leased: the lease keeper heartbeats them. A
+// buffered job has not started: its deadline starts with its handler, and a
+// shutdown releases it without charging an attempt.
+//
+// It claims when woken (NOTIFY, local enqueue), when the buffer runs low
+// while the last claim came back full (more work is likely waiting),
+// shortly after a claim reported due jobs waiting behind an open
+// transaction, and every poll_interval when idle. Wake-ups coalesce
+// through the mailbox. A failed claim is logged at ERROR and retried with
+// backoff 1 s, 2 s ... 30 s.
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -20,7 +37,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/backoff.hpp"
-#include "actors/job_dispatcher.hpp"
+#include "actors/job_runner.hpp"
 #include "messages/actors.hpp"
 
 namespace aw {
@@ -28,69 +45,195 @@ namespace aw {
 struct poller_config {
   /// The queue this poller claims from.
   std::string queue = defaults::queue;
-  /// Executors running at once (the queue's concurrency on this node).
+  /// Handlers running at once (the queue's concurrency on this node).
   int concurrency = defaults::concurrency;
+  /// Most claimed jobs held locally before their handlers start.
+  int local_queue_size = defaults::local_queue_size;
+  /// Most bytes (args and metadata) of the claimed and running jobs held at
+  /// once; a single bigger job is still claimed, alone.
+  int64_t local_queue_bytes = defaults::local_queue_bytes;
   /// Idle poll interval.
   std::chrono::milliseconds poll_interval = defaults::poll_interval;
   /// Drain budget at shutdown.
   std::chrono::milliseconds shutdown_drain = defaults::shutdown_drain;
   /// How often a summary of recent activity is logged (when there was any).
   std::chrono::milliseconds report_interval = defaults::report_interval;
-  /// Claims go here.
+  /// Releases go here.
   storage_actor claimer;
-  /// Outcomes go here, spread by job id.
+  /// Claims go to these in turn (up to claims_in_flight at once); outcomes
+  /// are spread over them by job id.
   std::vector<storage_actor> completers;
-  /// Runs the handlers.
-  std::shared_ptr<job_dispatcher> dispatcher;
+  /// Starts the handlers.
+  std::shared_ptr<job_runner> runner;
+  /// Receives `started` events of observed kinds (may be null).
+  hook_dispatcher_actor hooks;
   /// Deadline of runs whose job has none of its own; 0 = none.
   std::chrono::milliseconds default_deadline{0};
+  /// How long a handler that ignores its deadline's cancellation is waited
+  /// for before the run is given up.
+  std::chrono::milliseconds abandon_grace = defaults::heartbeat_interval;
   /// The idle poll gate, if the process has one: then this poller polls on
   /// the idle interval only while it holds a permit.
   poll_gate_actor gate;
 };
 
-/// A job this poller started.
-struct running_job {
-  executor_actor executor;
-  /// When it was claimed (actor clock): the lease is at least this fresh.
+/// A claimed job waiting in the buffer.
+struct buffered_job {
+  claimed_job job;
   caf::actor_clock::time_point claimed_at;
+};
+
+/// The claimed jobs not started yet, in claim order: a vector read from a
+/// moving head (a deque of jobs this size allocates per job).
+class job_buffer {
+public:
+  bool empty() const {
+    return head_ == items_.size();
+  }
+
+  size_t size() const {
+    return items_.size() - head_;
+  }
+
+  void push_back(buffered_job job) {
+    items_.push_back(std::move(job));
+  }
+
+  buffered_job& front() {
+    return items_[head_];
+  }
+
+  void pop_front() {
+    ++head_;
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= 1024 && head_ * 2 >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<long>(head_));
+      head_ = 0;
+    }
+  }
+
+  auto begin() {
+    return items_.begin() + static_cast<long>(head_);
+  }
+
+  auto end() {
+    return items_.end();
+  }
+
+  /// Removes the jobs for which `pred` holds; returns how many.
+  template <class Pred>
+  size_t remove_if(Pred pred) {
+    auto first = begin();
+    auto last = std::remove_if(first, end(), pred);
+    auto n = static_cast<size_t>(end() - last);
+    items_.erase(last, items_.end());
+    if (empty())
+      clear();
+    return n;
+  }
+
+  void clear() {
+    items_.clear();
+    head_ = 0;
+  }
+
+private:
+  std::vector<buffered_job> items_;
+  size_t head_ = 0;
+};
+
+/// A job whose handler runs, or whose outcome is on its way to the
+/// database.
+struct started_job {
+  executor_actor executor;
+  int64_t batch_id = 0;
+  /// When it was claimed: the lease is at least this fresh.
+  caf::actor_clock::time_point claimed_at;
+  size_t bytes = 0;
+};
+
+/// Where the claim loop is.
+enum class claim_phase : uint8_t {
+  /// The next trigger may claim (up to claims_in_flight at once).
+  ready,
+  /// A claim_atom is on its way through the mailbox.
+  queued,
+  /// Claims failed; only the backoff timer may claim again.
+  backing_off,
+};
+
+/// Where the poller's life is.
+enum class poller_phase : uint8_t {
+  /// Claiming and running jobs.
+  running,
+  /// Shutting down: no claims, running jobs get the drain budget.
+  draining,
+  /// The drain budget ran out: what still runs is released.
+  drain_expired,
 };
 
 struct poller_state {
   static inline const char* name = "poller";
 
   poller_config cfg;
-  /// The executor of each running job.
-  std::unordered_map<int64_t, running_job> running;
+  poller_phase phase = poller_phase::running;
+  claim_phase claim = claim_phase::ready;
+  /// Claim requests waiting for their reply, the jobs and bytes they may
+  /// bring, and the storage actor the next one goes to.
+  int claims_in_flight = 0;
+  int claiming_rows = 0;
+  int64_t claiming_bytes = 0;
+  size_t next_claimer = 0;
+  /// Claimed jobs not started yet, in claim order.
+  job_buffer buffer;
+  size_t buffer_bytes = 0;
+  /// Every executor this poller spawned (at most `concurrency`), and those
+  /// free for the next job. Executors are kept from job to job. Shared with
+  /// the poller's exit functor, which outlives the state.
+  std::shared_ptr<std::vector<executor_actor>> executors
+    = std::make_shared<std::vector<executor_actor>>();
+  std::vector<executor_actor> idle_executors;
+  /// Jobs whose handler runs.
+  std::unordered_map<int64_t, started_job> running;
+  size_t running_bytes = 0;
+  /// Jobs whose handler returned and whose outcome storage has not
+  /// committed yet (still leased).
+  std::unordered_map<int64_t, started_job> committing;
+  /// Outcomes waiting to go to storage, per storage actor (cfg.completers),
+  /// and whether a flush message is on its way through the mailbox.
+  std::vector<std::vector<job_outcome>> outbox;
+  bool outbox_flush_queued = false;
   /// Running jobs that are no longer ours (lease lost or abandoned): never
   /// released, their outcome never recorded.
   std::unordered_set<int64_t> lost;
+  /// The buffer's current target (see poller.hpp).
+  int prefetch = 1;
+  /// The longest a job started since the last claim arrived had waited in
+  /// the buffer: short waits with full claims mean the buffer is too small
+  /// for the pace.
+  caf::actor_clock::duration_type recent_wait{0};
+  /// Work is likely waiting: the last claim came back full, or a wake-up
+  /// arrived since.
+  bool maybe_more = true;
   /// Holds an idle poll permit (always true without a gate).
   bool has_permit = true;
   /// Asked the gate for a permit and waits for it.
   bool permit_requested = false;
-  /// A claim request is waiting for its reply.
-  bool claim_in_flight = false;
-  /// A claim_atom is on its way through the mailbox.
-  bool claim_queued = false;
-  /// Work is likely waiting: the last claim came back full, or a wake-up
-  /// arrived since.
-  bool maybe_more = true;
-  /// Claims failed; only the backoff timer may claim again.
-  bool in_backoff = false;
-  /// Stopped claiming for shutdown.
-  bool draining = false;
-  /// The pending drain reply, if a drain was requested.
+  /// The pending drain reply.
   caf::typed_response_promise<int64_t> drain_promise;
   bool drain_pending = false;
-  /// The drain budget ran out.
-  bool drain_budget_spent = false;
-  /// Jobs claimed after the drain began: never started, to be released.
-  std::vector<int64_t> unstarted;
+  /// Jobs released during the drain so far.
+  int64_t released = 0;
+  /// Release requests of the drain still waiting for their reply.
+  int releases_in_flight = 0;
   /// Timers carry the generation they were armed in; a newer arm makes
   /// older ones stale (CAF 0.17 cannot cancel a delayed message).
   uint64_t timer_generation = 0;
   backoff claim_backoff;
+  /// Delay of the next quick re-claim while jobs wait behind the fence.
+  std::chrono::milliseconds fence_retry{0};
   /// Outcomes since the last activity report.
   uint64_t completed = 0;
   uint64_t failed = 0;
@@ -99,9 +242,21 @@ struct poller_state {
   uint64_t claims = 0;
   /// Jobs claimed in total.
   uint64_t claimed = 0;
+  /// When the claim in flight was sent, and the round trips of all claims.
+  caf::actor_clock::time_point claim_sent_at;
+  caf::actor_clock::duration_type claim_time{0};
+  /// Since when handler slots have been free with nothing buffered while
+  /// more work was likely (the claims fell behind), and for how long in
+  /// total: what the exit log reports as time starved.
+  std::optional<caf::actor_clock::time_point> starved_since;
+  caf::actor_clock::duration_type starved_time{0};
 
   int free_slots() const {
     return cfg.concurrency - static_cast<int>(running.size());
+  }
+
+  size_t held_bytes() const {
+    return buffer_bytes + running_bytes;
   }
 };
 

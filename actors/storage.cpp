@@ -1,11 +1,12 @@
 #include "actors/storage.hpp"
 
+#include <map>
+
 #include <spdlog/spdlog.h>
 
 #include "messages/error.hpp"
 #include "storage/db_error.hpp"
 #include "storage/schema_check.hpp"
-#include "messages/error.hpp"
 
 namespace aw {
 
@@ -35,20 +36,50 @@ void publish(storage_pointer self, job_event&& e) {
     self->send(d, std::move(e));
 }
 
-/// Delivers each result, reports stale ones, publishes the events.
+/// Rescue follow-ups are best effort, after the rescue committed: a failing
+/// follow-up must never leave a job stuck.
+void rescue_follow_ups(storage_pointer self,
+                       const std::vector<job_event>& events) {
+  if (events.empty())
+    return;
+  try {
+    self->state.store->enqueue_follow_ups(events);
+  } catch (const std::exception& e) {
+    if (storage::classify(e) == ec::database_unavailable)
+      self->state.store->disconnect();
+    spdlog::error("storage: rescue follow-ups failed (the rescues stand): {}",
+                  storage::one_line(e));
+  }
+}
+
+/// What became of the outcomes pending[first .. first + count): reports to
+/// their pollers (one message per poller), events to the hooks.
 void deliver(storage_pointer self, size_t first, size_t count,
              std::vector<storage::finish_report>& reports) {
   auto& st = self->state;
+  std::map<caf::actor_addr, std::pair<poller_actor, std::vector<outcome_report>>>
+    by_poller;
+  std::vector<job_event> rescues;
   for (size_t i = 0; i < count; ++i) {
-    auto& [outcome, promise] = st.pending[first + i];
-    if (reports[i].result == finish_result::stale)
-      spdlog::warn("storage: outcome of job {} not recorded: the job is no "
-                   "longer running under this worker",
-                   outcome.job_id);
-    else if (reports[i].has_event)
-      publish(self, std::move(reports[i].event));
-    promise.deliver(reports[i].result);
+    auto& p = st.pending[first + i];
+    auto& r = reports[i];
+    if (r.result == finish_result::stale)
+      spdlog::warn("storage: outcome of job {} not recorded: the run is no "
+                   "longer this worker's",
+                   p.outcome.job_id);
+    auto& entry = by_poller[p.poller.address()];
+    entry.first = p.poller;
+    entry.second.push_back({p.outcome.job_id, p.outcome.kind, r.result});
+    if (r.has_event && r.event.type == event_type::rescued)
+      rescues.push_back(r.event);
   }
+  rescue_follow_ups(self, rescues);
+  for (size_t i = 0; i < count; ++i)
+    if (reports[i].has_event)
+      publish(self, std::move(reports[i].event));
+  for (auto& [addr, entry] : by_poller)
+    if (entry.first)
+      self->send(entry.first, committed_atom::value, std::move(entry.second));
 }
 
 /// An outcome the database refuses on its own, for a reason that is not
@@ -58,42 +89,39 @@ void deliver(storage_pointer self, size_t first, size_t count,
 /// fails, the job stays running until its lease is reclaimed.
 void record_instead(storage_pointer self, size_t i, const std::exception& e) {
   auto& st = self->state;
-  auto& [outcome, promise] = st.pending[i];
+  auto& outcome = st.pending[i].outcome;
   auto why = storage::one_line(e);
   spdlog::error("storage: cannot record the {} outcome of job {}, recording "
                 "a retryable failure instead: {}",
                 to_string(outcome.kind), outcome.job_id, why);
-  job_outcome failure;
-  failure.job_id = outcome.job_id;
+  job_outcome failure = outcome;
   failure.kind = outcome_kind::retryable_failure;
   failure.message = "recording the outcome (" + std::string{to_string(outcome.kind)}
                     + ") failed: " + why;
-  failure.duration_ms = outcome.duration_ms;
+  failure.delay_ms = 0;
   try {
     auto reports = st.store->finish({failure});
-    if (reports[0].has_event)
-      publish(self, std::move(reports[0].event));
-    promise.deliver(reports[0].result);
+    deliver(self, i, 1, reports);
   } catch (const std::exception& again) {
     if (storage::classify(again) == ec::database_unavailable)
       throw;
     spdlog::error("storage: cannot record the outcome of job {}: {}; it "
                   "stays running until its lease is reclaimed",
                   outcome.job_id, storage::one_line(again));
-    promise.deliver(finish_result::stale);
+    std::vector<storage::finish_report> stale(1);
+    deliver(self, i, 1, stale);
   }
 }
 
 /// A batch failed for a reason other than connectivity: commit the outcomes
 /// one by one, so one bad outcome cannot hold up the others forever. One
-/// that still fails alone is reported at ERROR and dropped; its job stays
-/// running until its lease is reclaimed.
+/// that still fails alone is recorded as a retryable failure instead.
 void flush_one_by_one(storage_pointer self) {
   auto& st = self->state;
   for (size_t i = 0; i < st.pending.size(); ++i) {
     try {
       try {
-        auto reports = st.store->finish({st.pending[i].first});
+        auto reports = st.store->finish({st.pending[i].outcome});
         deliver(self, i, 1, reports);
       } catch (const std::exception& e) {
         if (storage::classify(e) == ec::database_unavailable)
@@ -108,7 +136,14 @@ void flush_one_by_one(storage_pointer self) {
   }
 }
 
+void flush_pending(storage_pointer self);
+
 void flush(storage_pointer self) {
+  flush_pending(self);
+  *self->state.unrecorded = self->state.pending.size();
+}
+
+void flush_pending(storage_pointer self) {
   auto& st = self->state;
   st.flush_scheduled = false;
   if (st.pending.empty())
@@ -116,7 +151,7 @@ void flush(storage_pointer self) {
   std::vector<job_outcome> batch;
   batch.reserve(st.pending.size());
   for (auto& p : st.pending)
-    batch.push_back(p.first);
+    batch.push_back(p.outcome);
   try {
     try {
       auto reports = st.store->finish(batch);
@@ -138,7 +173,7 @@ void flush(storage_pointer self) {
   } catch (const std::exception& e) {
     if (storage::classify(e) == ec::database_unavailable) {
       st.store->disconnect();
-    } else if (batch.size() == 1) {
+    } else if (st.pending.size() == 1) {
       // A single outcome the database rejects for good.
       try {
         record_instead(self, 0, e);
@@ -166,28 +201,63 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
   self->state.store->observe(extras.observed_kinds);
   self->state.store->set_follow_ups(std::move(extras.follow_ups));
   self->state.dispatcher = std::move(extras.dispatcher);
-  self->attach_functor([self] {
-    if (!self->state.pending.empty())
+  self->attach_functor([unrecorded = self->state.unrecorded] {
+    if (*unrecorded > 0)
       spdlog::warn("storage: stopping with {} unrecorded outcome(s); those "
                    "jobs stay running until their lease is reclaimed",
-                   self->state.pending.size());
+                   *unrecorded);
   });
   return {
     [self](claim_atom, const std::string& queue, int32_t limit,
-           int64_t default_deadline_ms) -> caf::result<std::vector<claimed_job>> {
-      std::vector<job_event> started;
-      auto result = guarded(self, "claiming jobs", [&] {
-        return self->state.store->claim(queue, limit, default_deadline_ms,
-                                        &started);
+           int64_t max_bytes,
+           int64_t default_deadline_ms) -> caf::result<claim_result> {
+      auto& st = self->state;
+      // Outcomes waiting for a flush commit with this claim when they can:
+      // one round trip and one commit instead of two.
+      if (!st.pending.empty()) {
+        std::vector<job_outcome> batch;
+        batch.reserve(st.pending.size());
+        for (auto& p : st.pending)
+          batch.push_back(p.outcome);
+        if (storage::job_store::fusable(batch)) {
+          try {
+            auto [reports, claimed] = st.store->finish_and_claim(
+              batch, queue, limit, max_bytes, default_deadline_ms);
+            deliver(self, 0, batch.size(), reports);
+            st.pending.clear();
+            *st.unrecorded = 0;
+            st.flush_backoff.reset();
+            return std::move(claimed);
+          } catch (const std::exception& e) {
+            auto err = storage::to_error(e, "recording outcomes and claiming");
+            if (storage::classify(e) == ec::database_unavailable) {
+              st.store->disconnect();
+              spdlog::error("storage: {}", render(err));
+              return err; // the outcomes stay pending; flush retries them
+            }
+            // Record them on their own (splitting what the database
+            // refuses), then claim.
+          }
+        }
+        flush(self);
+      }
+      return guarded(self, "claiming jobs", [&] {
+        return st.store->claim(queue, limit, max_bytes, default_deadline_ms);
       });
-      for (auto& e : started)
-        publish(self, std::move(e));
-      return result;
     },
-    [self](heartbeat_atom, const std::vector<int64_t>& ids)
-      -> caf::result<std::vector<int64_t>> {
-      return guarded(self, "refreshing leases",
-                     [&] { return self->state.store->heartbeat(ids); });
+    [self](heartbeat_atom, const std::vector<int64_t>& jobs,
+           const std::vector<int64_t>& batches)
+      -> caf::result<std::vector<int64_t>, std::vector<int64_t>> {
+      try {
+        auto alive = self->state.store->heartbeat(jobs, batches);
+        return {std::move(alive.jobs), std::move(alive.batches)};
+      } catch (const std::exception& e) {
+        auto err = storage::to_error(e, "refreshing leases");
+        if (storage::classify(e) == ec::database_unavailable)
+          self->state.store->disconnect();
+        spdlog::error("storage: {}", render(err));
+        return err;
+      }
     },
     [self](rescue_atom) -> caf::result<std::vector<rescued_job>> {
       std::vector<rescued_job> rescued;
@@ -200,8 +270,6 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
         spdlog::error("storage: {}", render(err));
         return err;
       }
-      // Rescue follow-ups are best effort, after the rescue committed: a
-      // failing follow-up must never leave a job stuck in `running`.
       std::vector<job_event> events;
       for (auto& r : rescued) {
         job_event e;
@@ -212,39 +280,33 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
         e.reason = r.reason;
         events.push_back(std::move(e));
       }
-      try {
-        self->state.store->enqueue_follow_ups(events);
-      } catch (const std::exception& e) {
-        if (storage::classify(e) == ec::database_unavailable)
-          self->state.store->disconnect();
-        spdlog::error("storage: rescue follow-ups failed (the rescues stand): "
-                      "{}",
-                      storage::one_line(e));
-      }
+      rescue_follow_ups(self, events);
       for (auto& e : events)
         publish(self, std::move(e));
       return rescued;
     },
-    [self](finish_atom, job_outcome& outcome) -> caf::result<finish_result> {
+    [self](finish_atom, std::vector<job_outcome>& outcomes,
+           poller_actor& poller) {
       auto& st = self->state;
-      auto promise = self->make_response_promise<finish_result>();
-      st.pending.emplace_back(std::move(outcome), promise);
+      for (auto& o : outcomes)
+        st.pending.push_back({std::move(o), poller});
+      *st.unrecorded = st.pending.size();
       if (!st.flush_scheduled) {
         st.flush_scheduled = true;
         self->send(self, flush_atom::value);
       }
-      return promise;
     },
-    [self](release_atom,
-           const std::vector<int64_t>& ids) -> caf::result<int64_t> {
+    [self](release_atom, const std::vector<held_job>& jobs,
+           bool started) -> caf::result<int64_t> {
       // Outcomes that arrived before the release commit first, so a job
       // that finished within the drain keeps its outcome.
       flush(self);
-      return guarded(self, "releasing jobs",
-                     [&] { return self->state.store->release(ids); });
+      return guarded(self, "releasing jobs", [&] {
+        return self->state.store->release(jobs, started);
+      });
     },
     [self](cleanup_atom) -> caf::result<int64_t> {
-      return guarded(self, "deleting expired completed jobs", [&] {
+      return guarded(self, "deleting expired finished jobs", [&] {
         return self->state.store->delete_expired(defaults::cleanup_batch);
       });
     },

@@ -5,8 +5,10 @@
 // Outcomes are batched through the mailbox: the first outcome of a batch
 // makes the actor send itself a flush; every outcome that arrives before
 // that flush is processed joins the batch. At low load a job commits at
-// once; under load the batch grows by itself. A failed commit keeps the
-// batch and retries it with backoff; the outcomes are never dropped.
+// once; under load the batch grows by itself. After each commit every
+// poller with outcomes in it gets one `committed` report. A failed commit
+// keeps the batch and retries it with backoff; the outcomes are never
+// dropped.
 
 #include <memory>
 #include <utility>
@@ -32,14 +34,22 @@ struct storage_extras {
   storage::follow_up_function follow_ups;
 };
 
+/// An outcome waiting for the next flush, and the poller to report it to.
+struct pending_outcome {
+  job_outcome outcome;
+  poller_actor poller;
+};
+
 struct storage_state {
   static inline const char* name = "storage";
 
   std::unique_ptr<storage::job_store> store;
   hook_dispatcher_actor dispatcher;
-  /// Outcomes waiting for the next flush, with the promise of each reply.
-  std::vector<std::pair<job_outcome, caf::typed_response_promise<finish_result>>>
-    pending;
+  /// Outcomes waiting for the next flush.
+  std::vector<pending_outcome> pending;
+  /// Their number, for the exit functor (which runs after the state is
+  /// gone).
+  std::shared_ptr<size_t> unrecorded = std::make_shared<size_t>(0);
   /// A flush message is on its way through the mailbox (or a retry timer).
   bool flush_scheduled = false;
   /// Backoff of failed flushes.

@@ -26,6 +26,7 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   opts.completed_retention = cfg.config.worker.completed_retention;
   opts.reclaim_window = cfg.config.worker.reclaim_window;
   opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
+  opts.fence_wait = defaults::fence_wait;
   return opts;
 }
 
@@ -36,10 +37,18 @@ void spawn_poller(supervisor_pointer self, const queue_config& q) {
   pc.concurrency = q.concurrency;
   pc.poll_interval = st.cfg.config.worker.poll_interval;
   pc.shutdown_drain = st.cfg.config.worker.shutdown_drain;
+  pc.local_queue_size = q.local_queue_size > 0
+                          ? q.local_queue_size
+                          : st.cfg.config.worker.local_queue_size;
+  pc.local_queue_bytes = q.local_queue_bytes > 0
+                           ? q.local_queue_bytes
+                           : st.cfg.config.worker.local_queue_bytes;
   pc.claimer = st.claimer;
   pc.completers = st.completers;
-  pc.dispatcher = st.cfg.dispatcher;
+  pc.runner = st.cfg.runner;
+  pc.hooks = st.cfg.hooks;
   pc.default_deadline = q.deadline;
+  pc.abandon_grace = st.cfg.config.worker.heartbeat_interval;
   pc.gate = st.gate;
   auto p = self->spawn<caf::linked>(poller_behavior, std::move(pc));
   st.pollers[q.name] = p;
@@ -87,7 +96,7 @@ void start_components(supervisor_pointer self) {
   spawn_lease_keeper(self);
   spdlog::info("worker {} running: {} queue(s), {} connection(s) for jobs",
                st.cfg.worker_id, st.cfg.config.queues.size(),
-               1 + st.completers.size());
+               st.completers.size());
 }
 
 /// Which component an address belongs to ("" if none).
@@ -135,16 +144,13 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
       return reg->follow_ups(make_event(e));
     };
   }
-  st.claimer = self->spawn<caf::detached + caf::linked>(storage_behavior, opts,
-                                                        extras);
-  auto completers = std::max(1, st.cfg.config.database.pool_size - 1);
-  if (st.cfg.config.database.pool_size == 1)
-    st.completers.push_back(st.claimer);
-  else
-    for (int i = 0; i < completers; ++i)
-      st.completers.push_back(
-        self->spawn<caf::detached + caf::linked>(storage_behavior, opts,
-                                                 extras));
+  // pool_size storage actors, one connection each: every one claims and
+  // records outcomes (a claim commits the outcomes waiting on its
+  // connection); the first also heartbeats, rescues, releases and cleans up.
+  for (int i = 0; i < st.cfg.config.database.pool_size; ++i)
+    st.completers.push_back(self->spawn<caf::detached + caf::linked>(
+      storage_behavior, opts, extras));
+  st.claimer = st.completers.front();
   // Every component is linked: when the supervisor quits, they all do.
   // Their exits come here instead of killing the supervisor.
   self->set_exit_handler([self](caf::exit_msg& em) {
@@ -239,7 +245,7 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
         auto flushes = std::make_shared<size_t>(st.completers.size());
         for (auto& c : st.completers)
           self->request(c, caf::infinite, release_atom::value,
-                        std::vector<int64_t>{})
+                        std::vector<held_job>{}, true)
             .then(
               [self, promise, released, flushes](int64_t) mutable {
                 if (--*flushes == 0) {

@@ -18,7 +18,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/backoff.hpp"
-#include "actors/job_dispatcher.hpp"
+#include "actors/job_runner.hpp"
 #include "config/config.hpp"
 #include "messages/actors.hpp"
 
@@ -30,7 +30,8 @@ struct supervisor_config {
   runtime_config config;
   /// Written to locked_by: node name, process id and a random suffix.
   std::string worker_id;
-  std::shared_ptr<job_dispatcher> dispatcher;
+  /// Starts the handlers.
+  std::shared_ptr<job_runner> runner;
   /// Hooks and follow-ups.
   std::shared_ptr<const registry> reg;
   /// Runs the hooks of committed transitions.
@@ -41,9 +42,11 @@ struct supervisor_state {
   static inline const char* name = "supervisor";
 
   supervisor_config cfg;
-  /// Claims, releases, cleanup and the schema check.
+  /// Heartbeats, rescues, releases, cleanup and the schema check: the
+  /// first of `completers`.
   storage_actor claimer;
-  /// Outcome batches, in parallel.
+  /// The storage actors (database.pool_size): claims and outcomes, in
+  /// parallel.
   std::vector<storage_actor> completers;
   std::map<std::string, poller_actor> pollers;
   listener_actor listener;

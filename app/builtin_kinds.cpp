@@ -124,23 +124,36 @@ void register_builtin_kinds(registry& reg, const std::string& database_url) {
 }
 
 void register_builtin_kinds(registry& reg) {
-  reg.add_raw("noop", [](const nlohmann::json&, const job_context&) {});
-  reg.add<sleep_args>("sleep", [](const sleep_args& a, const job_context& ctx) {
-    // Honours cancellation at once (deadline, lost lease, shutdown).
-    if (!ctx.cancel.sleep_for(std::chrono::milliseconds{a.ms}))
-      throw std::runtime_error("sleep cancelled: " + ctx.cancel.reason());
+  // Does nothing, so never blocks: runs inline, without a thread hand-off.
+  reg.add_raw(
+    "noop", [](const nlohmann::json&, const job_context&) {}, non_blocking);
+  // Waits on a timer, not on a thread: ten thousand sleeping jobs need no
+  // ten thousand threads. Honours cancellation at once (deadline, lost
+  // lease, shutdown).
+  reg.add_async<sleep_args>("sleep", [](const sleep_args& a,
+                                        const async_context& ctx,
+                                        job_promise done) {
+    ctx.cancel.on_cancel([done](const std::string& why) {
+      done.fail("sleep cancelled: " + why);
+    });
+    ctx.after(std::chrono::milliseconds{a.ms}, [done] { done.complete(); });
   });
-  reg.add<await_args>("await_callback",
-                      [](const await_args& a, const job_context&) {
-                        return outcome::wait_for_callback(a.timeout);
-                      });
-  reg.add<fail_args>("fail", [](const fail_args& a, const job_context& ctx) {
-    if (a.times && ctx.error_count >= *a.times)
-      return;
-    if (a.terminal)
-      throw terminal_error(a.message);
-    throw std::runtime_error(a.message);
-  });
+  reg.add<await_args>(
+    "await_callback",
+    [](const await_args& a, const job_context&) {
+      return outcome::wait_for_callback(a.timeout);
+    },
+    non_blocking);
+  reg.add<fail_args>(
+    "fail",
+    [](const fail_args& a, const job_context& ctx) {
+      if (a.times && ctx.error_count >= *a.times)
+        return;
+      if (a.terminal)
+        throw terminal_error(a.message);
+      throw std::runtime_error(a.message);
+    },
+    non_blocking);
 }
 
 } // namespace aw

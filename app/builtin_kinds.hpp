@@ -1,9 +1,12 @@
 #pragma once
 // Job kinds every actor-worker binary knows, so the binary is useful and
 // testable on its own:
-//   noop                                   completes at once
-//   sleep  {"ms": N}                       sleeps N ms, then completes; stops
-//                                          at once when cancelled
+//   noop                                   completes at once (non-blocking:
+//                                          runs inline, no thread hand-off)
+//   sleep  {"ms": N}                       waits N ms on a timer (an
+//                                          asynchronous handler: no thread
+//                                          held), then completes; stops at
+//                                          once when cancelled
 //   fail   {"times": N, "terminal": bool, "message": "..."}
 //          fails its first N attempts (counted by error_count), then
 //          completes; without "times" it always fails; "terminal": true

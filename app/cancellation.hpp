@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace aw {
 
@@ -38,16 +40,35 @@ public:
     return !state_->cv.wait_for(guard, d, [this] { return state_->cancelled; });
   }
 
-  /// Cancels (first reason wins) and wakes every sleeper.
+  /// Calls `fn(reason)` when the token is cancelled (at once if it
+  /// already is), on the thread that cancels it. For asynchronous handlers,
+  /// which have no thread to sleep on. `fn` must not block.
+  void on_cancel(std::function<void(const std::string&)> fn) const {
+    std::unique_lock<std::mutex> guard{state_->mtx};
+    if (!state_->cancelled) {
+      state_->callbacks.push_back(std::move(fn));
+      return;
+    }
+    auto why = state_->reason;
+    guard.unlock();
+    fn(why);
+  }
+
+  /// Cancels (first reason wins), wakes every sleeper and runs the
+  /// on_cancel callbacks.
   void cancel(const std::string& why) const {
+    std::vector<std::function<void(const std::string&)>> callbacks;
     {
       std::lock_guard<std::mutex> guard{state_->mtx};
       if (state_->cancelled)
         return;
       state_->cancelled = true;
       state_->reason = why;
+      callbacks.swap(state_->callbacks);
     }
     state_->cv.notify_all();
+    for (auto& fn : callbacks)
+      fn(why);
   }
 
 private:
@@ -56,6 +77,7 @@ private:
     std::condition_variable cv;
     bool cancelled = false;
     std::string reason;
+    std::vector<std::function<void(const std::string&)>> callbacks;
   };
   std::shared_ptr<state> state_;
 };

@@ -37,4 +37,20 @@ struct terminal_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Where a synchronous handler runs.
+enum class handler_mode : uint8_t {
+  /// It may block (I/O, sleeps, locks, long computations): it runs on the
+  /// runtime's bounded pool of blocking threads. The default, and always
+  /// safe.
+  blocking,
+  /// It never blocks and returns within microseconds: it runs inline on
+  /// the executor's CAF thread, saving the hand-off to another thread that
+  /// would cost more than the handler. A handler that blocks here stalls
+  /// the actors that share the thread: when in doubt, leave it blocking.
+  non_blocking,
+};
+
+/// Tag for registry::add: the handler never blocks (handler_mode).
+inline constexpr handler_mode non_blocking = handler_mode::non_blocking;
+
 } // namespace aw

@@ -79,10 +79,9 @@ int run_worker(const aw::runtime_config& cfg) {
   aw::register_builtin_kinds(*reg, cfg.database.url);
 
   caf::actor_system_config sys_cfg;
-  // CAF's default is at least 4 scheduler threads; handlers run on the
-  // blocking pool, so the actors need no more threads than cores.
-  sys_cfg.set("scheduler.max-threads",
-              std::max(2u, std::thread::hardware_concurrency()));
+  // [scheduler]: CAF's default is at least 4 threads; handlers that block
+  // run on the blocking pool, so the actors need no more than cores.
+  aw::configure_actor_system(sys_cfg, cfg.scheduler);
   caf::actor_system sys{sys_cfg};
   std::string queues;
   for (auto& q : cfg.queues)

@@ -1,6 +1,8 @@
 #include "app/registry.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -39,10 +41,20 @@ std::string sanitize_message(const std::string& in) {
 
 } // namespace
 
-registry& registry::add_raw_handler(const std::string& kind, raw_handler fn) {
+registry& registry::add_raw_handler(const std::string& kind, raw_handler fn,
+                                    handler_mode mode) {
   if (kind.empty())
     throw std::invalid_argument("registry: a job kind must not be empty");
-  handlers_[kind] = std::move(fn);
+  handlers_[kind] = handler_entry{std::move(fn), nullptr, mode};
+  return *this;
+}
+
+registry& registry::add_raw_async(const std::string& kind,
+                                  raw_async_handler fn) {
+  if (kind.empty())
+    throw std::invalid_argument("registry: a job kind must not be empty");
+  handlers_[kind] = handler_entry{nullptr, std::move(fn),
+                                  handler_mode::non_blocking};
   return *this;
 }
 
@@ -58,52 +70,128 @@ std::vector<std::string> registry::kinds() const {
   return out;
 }
 
+registry::dispatch registry::dispatch_of(const std::string& kind) const {
+  auto i = handlers_.find(kind);
+  if (i == handlers_.end())
+    return dispatch::inline_sync; // fails at once, without a thread
+  if (i->second.async)
+    return dispatch::async;
+  return i->second.mode == handler_mode::non_blocking ? dispatch::inline_sync
+                                                      : dispatch::blocking;
+}
+
 terminal_error registry::malformed_args_error(const std::string& kind,
                                               const std::string& why) {
   return terminal_error("malformed args for job kind '" + kind + "': " + why);
 }
 
+job_outcome registry::failure(int64_t id, outcome_kind kind,
+                              const std::string& message) {
+  job_outcome out;
+  out.job_id = id;
+  out.kind = kind;
+  out.message = sanitize_message(message);
+  return out;
+}
+
+job_outcome registry::to_job_outcome(int64_t id, const std::string& kind,
+                                     const outcome& o) {
+  if (o.delay().count() < 0)
+    return failure(id, outcome_kind::terminal_failure,
+                   "the handler of kind '" + kind
+                     + "' returned a negative delay");
+  job_outcome out;
+  out.job_id = id;
+  out.kind = o.kind();
+  out.delay_ms = o.delay().count();
+  out.message = sanitize_message(o.message());
+  return out;
+}
+
+job_outcome registry::from_exception(int64_t id, const std::string& kind,
+                                     std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const terminal_error& ex) {
+    return registry::failure(id, outcome_kind::terminal_failure, ex.what());
+  } catch (const std::exception& ex) {
+    return registry::failure(id, outcome_kind::retryable_failure, ex.what());
+  } catch (...) {
+    return registry::failure(id, outcome_kind::retryable_failure,
+                             "the handler of kind '" + kind
+                               + "' threw a non-standard exception");
+  }
+}
+
 job_outcome registry::run(const claimed_job& job,
                           const cancellation_token& cancel) const {
-  job_outcome out;
-  out.job_id = job.id;
-  auto fail = [&](outcome_kind kind, std::string message) {
-    out.kind = kind;
-    out.message = sanitize_message(message);
-    return out;
-  };
   auto i = handlers_.find(job.kind);
   if (i == handlers_.end())
-    return fail(outcome_kind::terminal_failure,
-                "unknown job kind '" + job.kind
-                  + "': no handler is registered for it on this worker");
+    return failure(job.id, outcome_kind::terminal_failure,
+                   "unknown job kind '" + job.kind
+                     + "': no handler is registered for it on this worker");
+  if (!i->second.sync) {
+    // An asynchronous kind, run to its end on this thread (tests, one-off
+    // runs; the runtime starts these without a thread): its timers sleep
+    // here, and the run waits for its promise.
+    std::mutex mtx;
+    std::condition_variable cv;
+    std::optional<job_outcome> result;
+    async_context ctx;
+    ctx.cancel = cancel;
+    ctx.timer = [cancel](std::chrono::milliseconds delay,
+                         std::function<void()> fn) {
+      if (cancel.sleep_for(delay))
+        fn();
+    };
+    start(job, std::move(ctx), [&](job_outcome out) {
+      std::lock_guard<std::mutex> guard{mtx};
+      result = std::move(out);
+      cv.notify_all();
+    });
+    std::unique_lock<std::mutex> guard{mtx};
+    cv.wait(guard, [&] { return result.has_value(); });
+    return std::move(*result);
+  }
   nlohmann::json args;
   try {
     args = nlohmann::json::parse(job.args);
   } catch (const std::exception& e) {
-    return fail(outcome_kind::terminal_failure,
-                malformed_args_error(job.kind, e.what()).what());
+    return failure(job.id, outcome_kind::terminal_failure,
+                   malformed_args_error(job.kind, e.what()).what());
   }
   job_context ctx{job.id,          job.kind,     job.queue, job.attempt,
                   job.error_count, job.metadata, cancel};
   try {
-    auto result = i->second(args, ctx);
-    out.kind = result.kind();
-    out.delay_ms = result.delay().count();
-    out.message = sanitize_message(result.message());
-    if (out.delay_ms < 0)
-      return fail(outcome_kind::terminal_failure,
-                  "the handler of kind '" + job.kind
-                    + "' returned a negative delay");
-    return out;
-  } catch (const terminal_error& e) {
-    return fail(outcome_kind::terminal_failure, e.what());
-  } catch (const std::exception& e) {
-    return fail(outcome_kind::retryable_failure, e.what());
+    return to_job_outcome(job.id, job.kind, i->second.sync(args, ctx));
   } catch (...) {
-    return fail(outcome_kind::retryable_failure,
-                "the handler of kind '" + job.kind
-                  + "' threw a non-standard exception");
+    return from_exception(job.id, job.kind, std::current_exception());
+  }
+}
+
+void registry::start(const claimed_job& job, async_context ctx,
+                     job_promise::sink done) const {
+  auto i = handlers_.find(job.kind);
+  if (i == handlers_.end() || !i->second.async) {
+    // Not an asynchronous kind: run it to its end here.
+    done(run(job, ctx.cancel));
+    return;
+  }
+  job_promise promise{job.id, job.kind, std::move(done)};
+  nlohmann::json args;
+  try {
+    args = nlohmann::json::parse(job.args);
+  } catch (const std::exception& e) {
+    promise.fail_terminal(malformed_args_error(job.kind, e.what()).what());
+    return;
+  }
+  static_cast<job_context&>(ctx) = job_context{
+    job.id, job.kind, job.queue, job.attempt, job.error_count, job.metadata,
+    ctx.cancel};
+  try {
+    i->second.async(args, ctx, promise);
+  } catch (...) {
+    promise.fail(std::current_exception());
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/async.hpp"
 #include "app/event.hpp"
 #include "app/handler.hpp"
 #include "app/outcome.hpp"
@@ -28,36 +29,72 @@ public:
   using raw_handler
     = std::function<outcome(const nlohmann::json& args, const job_context& ctx)>;
 
+  /// An asynchronous handler of raw JSON args.
+  using raw_async_handler = std::function<void(
+    const nlohmann::json& args, const async_context& ctx, job_promise done)>;
+
+  /// How the runtime runs a kind's handler.
+  enum class dispatch : uint8_t {
+    /// On the blocking pool.
+    blocking,
+    /// Inline on the executor's thread, to its end (non-blocking handlers,
+    /// and kinds without a handler, which fail at once).
+    inline_sync,
+    /// Started inline; completes through its job_promise.
+    async,
+  };
+
   /// Registers `fn(const Args&, const job_context&)` for `kind`; it returns
   /// nothing (completed) or an aw::outcome. Args that do not parse into
   /// `Args` fail the job terminally, naming the kind and the parse error.
-  /// Registering a kind twice replaces the handler.
+  /// `mode`: aw::non_blocking for a handler that never blocks (it then
+  /// runs inline instead of on the blocking pool). Registering a kind twice
+  /// replaces the handler.
   template <class Args, class F>
-  registry& add(const std::string& kind, F fn) {
-    return add_raw(kind, [kind, fn = std::move(fn)](const nlohmann::json& json,
-                                                    const job_context& ctx) {
-      Args args;
-      try {
-        args = json.get<Args>();
-      } catch (const std::exception& e) {
-        throw malformed_args_error(kind, e.what());
-      }
-      return call(fn, static_cast<const Args&>(args), ctx);
-    });
+  registry& add(const std::string& kind, F fn,
+                handler_mode mode = handler_mode::blocking) {
+    return add_raw_handler(
+      kind,
+      [kind, fn = std::move(fn)](const nlohmann::json& json,
+                                 const job_context& ctx) {
+        return call(fn, parse_args<Args>(kind, json), ctx);
+      },
+      mode);
   }
 
   /// Registers `fn(const nlohmann::json&, const job_context&)` for `kind`,
   /// returning nothing (completed) or an aw::outcome.
   template <class F>
-  registry& add_raw(const std::string& kind, F fn) {
-    return add_raw_handler(kind, [fn = std::move(fn)](const nlohmann::json& j,
-                                                      const job_context& ctx) {
-      return call(fn, j, ctx);
-    });
+  registry& add_raw(const std::string& kind, F fn,
+                    handler_mode mode = handler_mode::blocking) {
+    return add_raw_handler(
+      kind,
+      [fn = std::move(fn)](const nlohmann::json& j, const job_context& ctx) {
+        return call(fn, j, ctx);
+      },
+      mode);
   }
 
   /// Registers a raw handler for `kind`.
-  registry& add_raw_handler(const std::string& kind, raw_handler fn);
+  registry& add_raw_handler(const std::string& kind, raw_handler fn,
+                            handler_mode mode = handler_mode::blocking);
+
+  /// Registers an asynchronous handler `fn(const Args&, const
+  /// async_context&, job_promise)` for `kind` (see app/async.hpp). It must
+  /// not block; it completes the run through the promise, from any thread,
+  /// now or later. Throwing before that fails the run as a synchronous
+  /// handler's throw would.
+  template <class Args, class F>
+  registry& add_async(const std::string& kind, F fn) {
+    return add_raw_async(kind, [kind, fn = std::move(fn)](
+                                 const nlohmann::json& json,
+                                 const async_context& ctx, job_promise done) {
+      fn(parse_args<Args>(kind, json), ctx, std::move(done));
+    });
+  }
+
+  /// Registers an asynchronous handler of raw JSON args for `kind`.
+  registry& add_raw_async(const std::string& kind, raw_async_handler fn);
 
   /// True if `kind` has a handler.
   bool contains(const std::string& kind) const;
@@ -65,15 +102,40 @@ public:
   /// The registered kinds, sorted.
   std::vector<std::string> kinds() const;
 
-  /// Runs the job's handler and maps how it ended to an outcome. Never
-  /// throws: an unknown kind and malformed args are terminal failures, a
-  /// terminal_error is terminal, any other exception is retryable.
+  /// How `kind`'s handler runs.
+  dispatch dispatch_of(const std::string& kind) const;
+
+  /// Runs the job's handler to its end on the calling thread and maps how
+  /// it ended to an outcome (an asynchronous handler's timers then sleep on
+  /// this thread). Never throws: an unknown kind and malformed args are
+  /// terminal failures, a terminal_error is terminal, any other exception
+  /// is retryable.
   job_outcome run(const claimed_job& job,
                   const cancellation_token& cancel = {}) const;
+
+  /// Starts the job's asynchronous handler; `done` receives the outcome
+  /// exactly once (possibly before start returns). Never throws.
+  void start(const claimed_job& job, async_context ctx,
+             job_promise::sink done) const;
 
   /// The error a typed handler throws when its args do not parse.
   static terminal_error malformed_args_error(const std::string& kind,
                                              const std::string& why);
+
+  /// The outcome of job `id` of `kind` that ended with `o`: messages are
+  /// sanitized to valid UTF-8 and bounded; a negative delay is a terminal
+  /// failure.
+  static job_outcome to_job_outcome(int64_t id, const std::string& kind,
+                                    const outcome& o);
+
+  /// A failure of job `id` (retryable or terminal) with `message`.
+  static job_outcome failure(int64_t id, outcome_kind kind,
+                             const std::string& message);
+
+  /// How a handler's exception `e` ends the run of job `id`: terminal_error
+  /// is terminal, anything else retryable.
+  static job_outcome from_exception(int64_t id, const std::string& kind,
+                                    std::exception_ptr e);
 
   // -- lifecycle hooks ----------------------------------------------------------
 
@@ -234,6 +296,15 @@ private:
   }
 
 
+  template <class Args>
+  static Args parse_args(const std::string& kind, const nlohmann::json& json) {
+    try {
+      return json.get<Args>();
+    } catch (const std::exception& e) {
+      throw malformed_args_error(kind, e.what());
+    }
+  }
+
   /// Calls `fn`; a handler that returns nothing completed its job.
   template <class F, class... Ts>
   static outcome call(F& fn, const Ts&... xs) {
@@ -245,7 +316,13 @@ private:
     }
   }
 
-  std::unordered_map<std::string, raw_handler> handlers_;
+  struct handler_entry {
+    raw_handler sync;
+    raw_async_handler async;
+    handler_mode mode = handler_mode::blocking;
+  };
+
+  std::unordered_map<std::string, handler_entry> handlers_;
   std::unordered_map<std::string, std::vector<hook>> hooks_;
   std::unordered_map<std::string, std::vector<follow_up_spec>> follow_ups_;
 };

@@ -4,14 +4,17 @@
 #include <random>
 #include <unistd.h>
 
+#include <thread>
+
 #include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <spdlog/spdlog.h>
 
 #include <pqxx/pqxx>
 
-#include "actors/blocking_pool.hpp"
+#include "actors/job_runner.hpp"
 #include "actors/hook_dispatcher.hpp"
 #include "actors/supervisor.hpp"
 #include "storage/callbacks.hpp"
@@ -27,6 +30,17 @@ std::string runtime::make_worker_id(const std::string& node) {
   return node + ":" + std::to_string(::getpid()) + ":" + suffix;
 }
 
+void configure_actor_system(caf::actor_system_config& sys_cfg,
+                            const scheduler_config& sched) {
+  auto threads = sched.threads > 0
+                   ? static_cast<size_t>(sched.threads)
+                   : std::max(1u, std::thread::hardware_concurrency());
+  sys_cfg.set("scheduler.max-threads", threads);
+  sys_cfg.set("scheduler.policy", sched.policy == "stealing"
+                                    ? caf::atom("stealing")
+                                    : caf::atom("sharing"));
+}
+
 runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                  std::shared_ptr<const registry> reg)
   : sys_(sys), reg_(reg), callback_conn_(std::make_unique<callback_connection>()) {
@@ -36,14 +50,16 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   size_t threads = 0;
   for (auto& q : cfg.queues)
     threads += static_cast<size_t>(q.concurrency);
-  pool_ = std::make_shared<blocking_pool>(reg, threads);
+  // Threads for handlers that may block: started on demand, at most one
+  // per concurrency slot, given back when idle.
+  runner_ = std::make_shared<registry_runner>(reg, threads);
   // Hooks may block: the dispatcher gets a thread of its own.
   auto hooks = sys.spawn<caf::detached>(hook_dispatcher_behavior, reg);
   hooks_ = std::make_unique<caf::actor>(caf::actor_cast<caf::actor>(hooks));
   supervisor_config sc;
   sc.config = std::move(cfg);
   sc.worker_id = worker_id_;
-  sc.dispatcher = pool_;
+  sc.runner = runner_;
   sc.reg = reg;
   sc.hooks = hooks;
   auto sup = sys.spawn(supervisor_behavior, std::move(sc));
@@ -80,9 +96,9 @@ int64_t runtime::stop() {
   ended_.wait();
   // Hooks are best effort: events still queued are dropped.
   caf::anon_send_exit(*hooks_, caf::exit_reason::user_shutdown);
-  // Handlers still running past the drain hold pool threads; the pool joins
-  // them when the last reference (ours or an executor's) goes away.
-  pool_.reset();
+  // Handlers still running past the drain hold pool threads; those end on
+  // their own once the last reference (ours or an executor's) goes away.
+  runner_.reset();
   return released_;
 }
 

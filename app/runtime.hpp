@@ -31,7 +31,14 @@ class connection_base;
 namespace aw {
 
 class registry;
-class blocking_pool;
+class registry_runner;
+
+/// Applies the [scheduler] settings (threads, policy) to the configuration
+/// of the actor system a node will run in. The binary does this; an
+/// application embedding the runtime calls it on its own config before it
+/// creates its caf::actor_system, or tunes CAF itself.
+void configure_actor_system(caf::actor_system_config& sys_cfg,
+                            const scheduler_config& sched);
 
 class runtime {
 public:
@@ -113,7 +120,7 @@ private:
   struct callback_connection;
   std::unique_ptr<callback_connection> callback_conn_;
   std::string worker_id_;
-  std::shared_ptr<blocking_pool> pool_;
+  std::shared_ptr<registry_runner> runner_;
   // Behind a pointer so this header needs only caf/fwd.hpp.
   std::unique_ptr<caf::actor> supervisor_;
   std::shared_future<caf::error> ended_;

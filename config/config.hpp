@@ -27,8 +27,24 @@ struct queue_config {
   std::string name = defaults::queue;
   /// Jobs of this queue running at once on this node (>= 1).
   int concurrency = defaults::concurrency;
-  /// Deadline of a run of a job that has none of its own; 0 = none.
+  /// Deadline of a run of a job that has none of its own, counted from the
+  /// start of its handler; 0 = none.
   std::chrono::milliseconds deadline{0};
+  /// Claimed jobs held locally before their handlers start; 0 = the
+  /// worker's local_queue_size.
+  int local_queue_size = 0;
+  /// Bytes the queue's claimed and running jobs may hold; 0 = the worker's
+  /// local_queue_bytes.
+  int64_t local_queue_bytes = 0;
+};
+
+/// [scheduler]: CAF's scheduler, for the actors (not the handlers that
+/// block: those run on the blocking pool).
+struct scheduler_config {
+  /// Threads; 0 = one per core.
+  int threads = defaults::scheduler_threads;
+  /// "sharing" or "stealing".
+  std::string policy = defaults::scheduler_policy;
 };
 
 /// [worker]
@@ -53,12 +69,19 @@ struct worker_config {
   /// How many of this process's pollers poll on the idle interval; the
   /// others wait for a wake-up or a permit. 0 = no gate.
   int idle_poll_permits = defaults::idle_poll_permits;
+  /// Claimed jobs each queue holds locally before their handlers start
+  /// (the claim size does not depend on the concurrency).
+  int local_queue_size = defaults::local_queue_size;
+  /// Bytes of args and metadata each queue's claimed and running jobs may
+  /// hold at once.
+  int64_t local_queue_bytes = defaults::local_queue_bytes;
 };
 
 /// A whole node's configuration.
 struct runtime_config {
   database_config database;
   worker_config worker;
+  scheduler_config scheduler;
   /// At least one queue; `default` with default concurrency when none is
   /// configured.
   std::vector<queue_config> queues;
@@ -79,6 +102,10 @@ std::chrono::milliseconds parse_duration(const std::string& text);
 
 /// Renders a duration the way parse_duration reads it ("1500ms", "2s").
 std::string format_duration(std::chrono::milliseconds d);
+
+/// Parses a size: "65536", "512KiB", "64MiB", "1GiB" (also kB, MB, GB as
+/// powers of 1000). Throws std::invalid_argument quoting the bad text.
+int64_t parse_size(const std::string& text);
 
 /// Loads and validates a TOML file. Unknown keys, wrong types and bad
 /// durations are rejected with the file, line and key in the message.

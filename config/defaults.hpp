@@ -10,11 +10,17 @@ namespace aw::defaults {
 using namespace std::chrono_literals;
 
 /// Database connections a node opens for claims and outcomes (plus one for
-/// LISTEN). One claims, the rest commit outcomes in parallel batches. Two
-/// measured fastest on 2 cores: outcomes split over more connections make
-/// smaller batches and more commits (bench/results: 23.5k vs 19.0k jobs/s
-/// at pool_size 2 vs 4); raise it on machines with more cores.
+/// LISTEN). Each claims and records outcomes (a claim commits the outcomes
+/// waiting on its connection in the same statement), and a queue keeps up
+/// to two claims in flight on different connections, so one claim's round
+/// trip hides behind the other's. Two measured fastest on 2 cores
+/// (bench/results); more connections make smaller batches and more commits.
 constexpr int pool_size = 2;
+
+/// Claims a queue's poller keeps in flight at once (on different
+/// connections): claims of one lane take turns on its cursor in the
+/// database, but their round trips and the parsing of their rows overlap.
+constexpr int claims_in_flight = 2;
 
 /// How often an idle poller looks for due jobs that no NOTIFY announced
 /// (scheduled jobs becoming due, retries, NOTIFYs lost while disconnected).
@@ -62,6 +68,53 @@ constexpr std::chrono::milliseconds callback_timeout = 1h;
 
 /// Jobs of one queue running at once on one node.
 constexpr int concurrency = 10;
+
+/// Claimed jobs a queue's poller may hold before their handlers start (its
+/// local queue). Claims fill it whatever the concurrency, so a node at the
+/// default concurrency of 10 still claims hundreds of jobs per statement
+/// (at 10, claims limited to the free slots made it 25x slower than
+/// graphile-worker's batched mode). It is refilled a third at a time with
+/// up to two claims in flight, so claims take up to max_claim jobs: each
+/// claim costs two round trips, a commit and a few thread wake-ups whatever
+/// its size, and on the 2-core project machines these dominated until
+/// claims reached about 2,000 jobs (bench/results: 60k jobs/s with a
+/// target of 1,500, 100-114k with 6,000, same run). It only fills for jobs
+/// that finish fast: it starts at one round of the concurrency, doubles
+/// while handlers outrun the claims, and halves when buffered jobs wait
+/// longer than prefetch_horizon; local_queue_bytes bounds its memory.
+constexpr int local_queue_size = 6000;
+
+/// Bytes of args and metadata a queue's claimed and running jobs may hold
+/// at once (a single bigger job is still claimed, alone): 50 jobs of 10 MB
+/// args must not take gigabytes.
+constexpr int64_t local_queue_bytes = int64_t{64} << 20;
+
+/// A buffered job that waited longer than this before its handler started
+/// halves the buffer's target: the node holds more than it runs soon, and
+/// other nodes could run those jobs.
+constexpr std::chrono::milliseconds prefetch_horizon = 1s;
+
+/// Most jobs one claim statement takes (see local_queue_size).
+constexpr int max_claim = 2000;
+
+/// How long a transaction elsewhere may hold a lane's commit-order fence
+/// (see migrations/004_fast_lane.sql) before the jobs waiting behind it are
+/// claimed the row-per-state way. Ordinary transactions hold it for
+/// milliseconds; this only catches ones left open.
+constexpr std::chrono::milliseconds fence_wait = 200ms;
+
+/// A blocking-pool thread idle this long exits: an idle node holds no
+/// handler threads.
+constexpr std::chrono::milliseconds blocking_idle_timeout = 10s;
+
+/// CAF scheduler threads; 0 = one per core. Handlers that block run on the
+/// blocking pool, so the actors need no more threads than cores.
+constexpr int scheduler_threads = 0;
+
+/// CAF scheduling policy: "sharing" (one shared queue; idle threads sleep
+/// on a condition variable) or "stealing" (per-thread queues; idle threads
+/// poll). See bench/results for the measurements behind the default.
+constexpr const char* scheduler_policy = "sharing";
 
 /// Queue name used when none is given (also the column default).
 constexpr const char* queue = "default";

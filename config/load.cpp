@@ -93,6 +93,33 @@ void read_duration(const std::string& source, const toml::table& t,
   }
 }
 
+/// Reads a byte size: an integer, or a string such as "64MiB".
+void read_size(const std::string& source, const toml::table& t,
+               const std::string& prefix, const char* key, int64_t& out,
+               int64_t min) {
+  auto node = t.get(key);
+  if (!node)
+    return;
+  int64_t v;
+  if (node->is_integer()) {
+    v = node->value<int64_t>().value();
+  } else if (node->is_string()) {
+    try {
+      v = parse_size(*node->value<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw config_error(where(source, *node, prefix + key) + ": " + e.what());
+    }
+  } else {
+    throw config_error(where(source, *node, prefix + key)
+                       + ": expected a size such as 67108864 or \"64MiB\"");
+  }
+  if (v < min)
+    throw config_error(where(source, *node, prefix + key) + ": "
+                       + std::to_string(v) + " is below the minimum of "
+                       + std::to_string(min) + " bytes");
+  out = v;
+}
+
 const toml::table* sub_table(const std::string& source, const toml::table& t,
                              const char* key, const std::string& prefix) {
   auto node = t.get(key);
@@ -149,6 +176,43 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
   return std::chrono::milliseconds{static_cast<int64_t>(std::llround(ms))};
 }
 
+int64_t parse_size(const std::string& text) {
+  auto fail = [&](const std::string& why) {
+    return std::invalid_argument("invalid size \"" + text + "\": " + why
+                                 + " (write e.g. \"65536\", \"512KiB\", "
+                                   "\"64MiB\", \"1GiB\")");
+  };
+  size_t pos = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])))
+    ++pos;
+  if (pos == 0)
+    throw fail("expected a number first");
+  if (pos > 15)
+    throw fail("too large");
+  auto number = std::stoll(text.substr(0, pos));
+  auto unit = text.substr(pos);
+  int64_t factor;
+  if (unit.empty() || unit == "B")
+    factor = 1;
+  else if (unit == "KiB")
+    factor = int64_t{1} << 10;
+  else if (unit == "MiB")
+    factor = int64_t{1} << 20;
+  else if (unit == "GiB")
+    factor = int64_t{1} << 30;
+  else if (unit == "kB")
+    factor = 1000;
+  else if (unit == "MB")
+    factor = 1000 * 1000;
+  else if (unit == "GB")
+    factor = 1000 * 1000 * 1000;
+  else
+    throw fail("unknown unit \"" + unit + "\"");
+  if (number > (int64_t{1} << 50) / factor)
+    throw fail("too large");
+  return number * factor;
+}
+
 std::string format_duration(std::chrono::milliseconds d) {
   auto ms = d.count();
   if (ms % 3'600'000 == 0 && ms != 0)
@@ -187,6 +251,15 @@ void runtime_config::validate() {
         "abandon a job before another worker reclaims it");
   if (worker.idle_poll_permits < 0)
     throw config_error("worker.idle_poll_permits must not be negative");
+  if (worker.local_queue_size < 1)
+    throw config_error("worker.local_queue_size must be at least 1");
+  if (worker.local_queue_bytes < 1)
+    throw config_error("worker.local_queue_bytes must be at least 1");
+  if (scheduler.threads < 0)
+    throw config_error("scheduler.threads must not be negative");
+  if (scheduler.policy != "sharing" && scheduler.policy != "stealing")
+    throw config_error("scheduler.policy must be \"sharing\" or "
+                       "\"stealing\", not \"" + scheduler.policy + "\"");
   if (queues.empty())
     queues.push_back(queue_config{});
   std::set<std::string> seen;
@@ -200,6 +273,12 @@ void runtime_config::validate() {
                          + ".concurrency must be at least 1");
     if (q.deadline.count() < 0)
       throw config_error("queues." + q.name + ".deadline must not be negative");
+    if (q.local_queue_size < 0)
+      throw config_error("queues." + q.name
+                         + ".local_queue_size must not be negative");
+    if (q.local_queue_bytes < 0)
+      throw config_error("queues." + q.name
+                         + ".local_queue_bytes must not be negative");
   }
 }
 
@@ -215,7 +294,8 @@ runtime_config parse_config(const std::string& toml_text,
     throw config_error(out.str());
   }
   runtime_config cfg;
-  reject_unknown(source, root, "", {"database", "worker", "queues"});
+  reject_unknown(source, root, "",
+                 {"database", "worker", "scheduler", "queues"});
   if (auto db = sub_table(source, root, "database", "")) {
     reject_unknown(source, *db, "database.", {"url", "pool_size"});
     read_string(source, *db, "database.", "url", cfg.database.url);
@@ -228,7 +308,8 @@ runtime_config parse_config(const std::string& toml_text,
                    {"node", "poll_interval", "max_retries", "shutdown_drain",
                     "completed_retention", "maintenance_interval",
                     "heartbeat_interval", "reclaim_window",
-                    "idle_poll_permits"});
+                    "idle_poll_permits", "local_queue_size",
+                    "local_queue_bytes"});
     read_string(source, *w, p, "node", cfg.worker.node);
     read_duration(source, *w, p, "poll_interval", cfg.worker.poll_interval);
     read_int(source, *w, p, "max_retries", cfg.worker.max_retries, 0, 1000000);
@@ -242,11 +323,25 @@ runtime_config parse_config(const std::string& toml_text,
     read_duration(source, *w, p, "reclaim_window", cfg.worker.reclaim_window);
     read_int(source, *w, p, "idle_poll_permits", cfg.worker.idle_poll_permits,
              0, 100000);
+    read_int(source, *w, p, "local_queue_size", cfg.worker.local_queue_size,
+             1, 100000);
+    read_size(source, *w, p, "local_queue_bytes",
+              cfg.worker.local_queue_bytes, 1);
     if (cfg.worker.node.empty())
       throw config_error(where(source, *w, p + "node") + ": must not be empty");
     if (cfg.worker.poll_interval.count() <= 0)
       throw config_error(where(source, *w, p + "poll_interval")
                          + ": must be greater than 0");
+  }
+  if (auto sc = sub_table(source, root, "scheduler", "")) {
+    const std::string p = "scheduler.";
+    reject_unknown(source, *sc, p, {"threads", "policy"});
+    read_int(source, *sc, p, "threads", cfg.scheduler.threads, 0, 1024);
+    read_string(source, *sc, p, "policy", cfg.scheduler.policy);
+    if (cfg.scheduler.policy != "sharing" && cfg.scheduler.policy != "stealing")
+      throw config_error(where(source, *sc->get("policy"), p + "policy")
+                         + ": expected \"sharing\" or \"stealing\", got \""
+                         + cfg.scheduler.policy + "\"");
   }
   if (auto qs = sub_table(source, root, "queues", "")) {
     for (auto&& [key, value] : *qs) {
@@ -256,11 +351,16 @@ runtime_config parse_config(const std::string& toml_text,
         throw config_error(where(source, value, "queues." + name)
                            + ": expected a table ([queues." + name + "])");
       auto& q = *value.as_table();
-      reject_unknown(source, q, p, {"concurrency", "deadline"});
+      reject_unknown(source, q, p,
+                     {"concurrency", "deadline", "local_queue_size",
+                      "local_queue_bytes"});
       queue_config qc;
       qc.name = name;
       read_int(source, q, p, "concurrency", qc.concurrency, 1, 100000);
       read_duration(source, q, p, "deadline", qc.deadline);
+      read_int(source, q, p, "local_queue_size", qc.local_queue_size, 1,
+               100000);
+      read_size(source, q, p, "local_queue_bytes", qc.local_queue_bytes, 1);
       cfg.queues.push_back(std::move(qc));
     }
   }

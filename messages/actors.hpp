@@ -15,74 +15,101 @@
 
 namespace aw {
 
-/// Owns one database connection; the only actor that runs SQL. Runs
-/// detached: libpqxx blocks, CAF's cooperative workers must not.
-using storage_actor = caf::typed_actor<
-  // Claims up to `limit` due jobs of `queue` in one statement; jobs without
-  // a deadline of their own get the queue's default (ms, 0 = none).
-  caf::replies_to<claim_atom, std::string, int32_t, int64_t>::with<std::vector<claimed_job>>,
-  // Records an outcome. Outcomes are buffered and committed in batches; the
-  // reply comes after the commit.
-  caf::replies_to<finish_atom, job_outcome>::with<finish_result>,
-  // Releases running jobs of this worker without charging an attempt;
-  // replies with the number released. Buffered outcomes commit first.
-  caf::replies_to<release_atom, std::vector<int64_t>>::with<int64_t>,
-  // Deletes finished jobs past their retention; replies with the count.
-  caf::replies_to<cleanup_atom>::with<int64_t>,
-  // Verifies every table and column the runtime's queries use.
-  caf::replies_to<check_atom>::with<bool>,
-  // Refreshes the leases of these running jobs in one statement; replies
-  // with the ids still ours (the rest were reclaimed, released or gone).
-  caf::replies_to<heartbeat_atom, std::vector<int64_t>>::with<std::vector<int64_t>>,
-  // Rescues, cluster-wide, running jobs whose lease is older than the
-  // reclaim window or whose deadline passed; safe on many nodes at once.
-  caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>,
-  // internal: commit the buffered outcomes.
-  caf::reacts_to<flush_atom>>;
-
-/// Claims jobs for one queue and spawns an executor per job, never more
-/// than the queue's free slots.
+/// Claims jobs for one queue into a bounded local buffer and starts an
+/// executor per job as handler slots free up (at most the queue's
+/// concurrency at once). How many jobs a claim takes depends on the buffer,
+/// not on the concurrency.
 using poller_actor = caf::typed_actor<
-  // Work may be due: claim now if there is capacity.
+  // Work may be due: claim now if the buffer has room.
   caf::reacts_to<wake_atom>,
-  // An executor finished job `id` with an outcome of this kind, and storage
-  // recorded it (or found it stale): its slot is free.
-  caf::reacts_to<done_atom, int64_t, outcome_kind, finish_result>,
-  // internal: idle poll or backoff timer of generation `gen`.
+  // The handler of job `id` returned and its executor is free again.
+  // `record`: the outcome goes to storage (a `committed` report follows);
+  // false when the job was no longer ours and nothing is recorded.
+  caf::reacts_to<done_atom, int64_t, bool, job_outcome>,
+  // internal: hand the outcomes collected since the last flush to storage,
+  // one message per storage actor.
+  caf::reacts_to<flush_atom>,
+  // Storage committed these outcomes of jobs this poller ran (or found
+  // them stale): their leases are over.
+  caf::reacts_to<committed_atom, std::vector<outcome_report>>,
+  // internal: idle poll, quick re-claim or backoff timer of generation `gen`.
   caf::reacts_to<tick_atom, uint64_t>,
-  // internal: claim with whatever capacity is free once the mailbox drained.
+  // internal: claim with whatever room is free once the mailbox drained.
   caf::reacts_to<claim_atom>,
-  // Stop claiming, wait up to the drain budget, release what still runs.
-  // Replies with the number of jobs released.
+  // Stop claiming, release the buffered jobs, wait up to the drain budget
+  // for running ones, release what still runs. Replies with the number of
+  // jobs released.
   caf::replies_to<drain_atom>::with<int64_t>,
   // internal: the drain budget ran out.
   caf::reacts_to<drained_atom>,
   // internal: log what happened since the last report.
   caf::reacts_to<report_atom>,
-  // The running jobs and when each was claimed (actor clock, ns since its
-  // epoch), for heartbeats and the watchdog.
-  caf::replies_to<running_atom>::with<std::vector<int64_t>, std::vector<int64_t>>,
-  // These jobs are no longer ours (`reason` says why): cancel them, record
-  // no outcome, and never release them.
+  // Every job this poller holds a lease on (buffered, running, or waiting
+  // for its outcome to commit), for heartbeats and the watchdog.
+  caf::replies_to<running_atom>::with<std::vector<held_job>>,
+  // These jobs are no longer ours (`reason` says why): cancel their
+  // handlers, drop them from the buffer, record no outcome, never release
+  // them.
   caf::reacts_to<lost_atom, std::vector<int64_t>, std::string>,
   // The idle poll gate granted a permit: poll on the idle interval.
   caf::reacts_to<permit_atom>>;
 
-/// Runs one job: hands it to the blocking pool, reports the outcome to
-/// storage, then tells its poller the slot is free.
+/// Owns one database connection; the only actor that runs SQL. Runs
+/// detached: libpqxx blocks, CAF's cooperative workers must not.
+using storage_actor = caf::typed_actor<
+  // Claims up to `limit` due jobs of `queue` whose args take at most
+  // `max_bytes` (but at least one job), in one statement; jobs without a
+  // deadline of their own get the queue's default (ms, 0 = none).
+  caf::replies_to<claim_atom, std::string, int32_t, int64_t, int64_t>::with<claim_result>,
+  // Records outcomes of jobs `poller` ran. Outcomes are buffered and
+  // committed in batches; after each commit the poller gets one
+  // `committed` report for all of its outcomes in it.
+  caf::reacts_to<finish_atom, std::vector<job_outcome>, poller_actor>,
+  // Releases jobs of this worker without charging an attempt (`started`:
+  // their handlers ran, so the attempt still counts as started); replies
+  // with the number released. Buffered outcomes commit first, so an empty
+  // list is a flush.
+  caf::replies_to<release_atom, std::vector<held_job>, bool>::with<int64_t>,
+  // Deletes finished jobs past their retention; replies with the count.
+  caf::replies_to<cleanup_atom>::with<int64_t>,
+  // Verifies every table and column the runtime's queries use.
+  caf::replies_to<check_atom>::with<bool>,
+  // Refreshes the leases of these running jobs (row-per-state) and lane
+  // batches in one statement each; replies with those still ours.
+  caf::replies_to<heartbeat_atom, std::vector<int64_t>, std::vector<int64_t>>::with<std::vector<int64_t>, std::vector<int64_t>>,
+  // Rescues, cluster-wide, jobs whose lease is older than the reclaim
+  // window and callbacks that timed out; safe on many nodes at once.
+  caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>,
+  // internal: commit the buffered outcomes.
+  caf::reacts_to<flush_atom>>;
+
+/// Runs the jobs of one handler slot of a poller, one at a time: starts
+/// each job's handler through the job runner (inline, asynchronous, or on
+/// the blocking pool) and gives the outcome back to the poller, which frees
+/// the slot and passes outcomes on to storage in batches. Executors are reused from job to job, so a job costs no
+/// actor creation; messages of an earlier run carry that run's number and
+/// are ignored.
 using executor_actor = caf::typed_actor<
-  // The handler returned (sent from a pool thread).
-  caf::reacts_to<outcome_atom, job_outcome>,
-  // The job is no longer ours: cancel the handler, record nothing.
-  caf::reacts_to<cancel_atom, std::string>,
-  // internal: the run's deadline passed.
-  caf::reacts_to<deadline_atom>>;
+  // Run this job.
+  caf::reacts_to<run_atom, claimed_job>,
+  // The handler of run `run` returned (sent from whatever thread it ran on).
+  caf::reacts_to<outcome_atom, uint64_t, job_outcome>,
+  // Job `id` is no longer ours: cancel its handler, record nothing.
+  caf::reacts_to<cancel_atom, int64_t, std::string>,
+  // internal: the deadline of run `run` passed.
+  caf::reacts_to<deadline_atom, uint64_t>,
+  // internal: the deadline of run `run` passed a grace ago and its handler
+  // ignores the cancellation: record the overrun, leave the handler behind.
+  caf::reacts_to<abandon_atom, uint64_t>,
+  // An asynchronous handler's timer `id` of run `run` is due.
+  caf::reacts_to<timer_atom, uint64_t, uint64_t>>;
 
 /// Keeps this node's leases alive and rescues expired ones cluster-wide.
-/// Every heartbeat_interval it refreshes all running jobs of the node in
-/// one statement, tells pollers about jobs that are no longer ours, and
-/// abandons jobs whose lease it could not refresh before the reclaim window
-/// closes (the watchdog), so two workers never both believe they own a job.
+/// Every heartbeat_interval it refreshes all jobs and lane batches the node
+/// holds in one statement each, tells pollers about jobs that are no longer
+/// ours, and abandons jobs whose lease it could not refresh before the
+/// reclaim window closes (the watchdog), so two workers never both believe
+/// they own a job.
 using lease_keeper_actor = caf::typed_actor<
   // internal: heartbeat, watchdog and rescue round.
   caf::reacts_to<tick_atom>,
@@ -92,7 +119,7 @@ using lease_keeper_actor = caf::typed_actor<
 /// Runs the lifecycle hooks of committed transitions, one event at a time,
 /// on a thread of its own: hooks never block executors or the claim path.
 using hook_dispatcher_actor = caf::typed_actor<
-  // A transition committed.
+  // A transition committed (or, for `started`, a handler started).
   caf::reacts_to<job_event>>;
 
 /// Limits how many pollers of a process poll on the idle interval.

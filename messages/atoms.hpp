@@ -56,5 +56,14 @@ using pollers_atom = caf::atom_constant<caf::atom("pollers")>;
 using report_atom = caf::atom_constant<caf::atom("report")>;
 /// Start (or restart) a supervised component.
 using start_atom = caf::atom_constant<caf::atom("start")>;
+/// Outcomes committed (storage -> poller).
+using committed_atom = caf::atom_constant<caf::atom("committed")>;
+/// A run overran its deadline by the grace and its handler still has not
+/// returned (an executor sends it to itself).
+using abandon_atom = caf::atom_constant<caf::atom("abandon")>;
+/// An asynchronous handler's timer is due (an executor receives it).
+using timer_atom = caf::atom_constant<caf::atom("timer")>;
+/// Run this job (poller -> executor).
+using run_atom = caf::atom_constant<caf::atom("run")>;
 
 } // namespace aw

@@ -20,6 +20,8 @@ const char* to_string(outcome_kind k) {
       return "cancelled";
     case outcome_kind::waiting_callback:
       return "waiting for callback";
+    case outcome_kind::abandoned:
+      return "abandoned after its deadline";
   }
   return "?";
 }

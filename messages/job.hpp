@@ -1,19 +1,30 @@
 #pragma once
-// The two values that travel between actors on the hot path: a claimed job
-// (storage -> poller -> executor) and its outcome (executor -> storage).
+// The values that travel between actors on the hot path: a claimed job
+// (storage -> poller -> executor), its outcome (executor -> storage) and
+// what storage made of it (storage -> poller).
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/meta/type_name.hpp>
 
 namespace aw {
 
-/// A job this worker has claimed: the row's state is now `running` and
-/// `locked_by` is this worker. Args and metadata stay JSON text until a
-/// handler parses them, so the actors never pay for a parse they don't need.
+/// A job this worker has claimed: the `jobs` view shows it `running` and
+/// locked by this worker. Args and metadata stay JSON text until a handler
+/// parses them, so the actors never pay for a parse they don't need.
+///
+/// A job is claimed one of two ways (migrations/004_fast_lane.sql): as part
+/// of a lane batch (`batch_id` > 0: nothing was written to its row, the
+/// batch holds the lease) or as its own row (`batch_id` 0). Together with
+/// `attempt`, the batch id identifies the run: every write that finalizes
+/// it is guarded by them, so an outcome of an earlier run can never
+/// finalize a later one.
 struct claimed_job {
   int64_t id = 0;
+  /// The lane claim batch that holds this job; 0 for a row-per-state claim.
+  int64_t batch_id = 0;
   std::string kind;
   std::string queue;
   /// The `args` column as JSON text.
@@ -27,15 +38,43 @@ struct claimed_job {
   int32_t max_attempts = 0;
   /// The `metadata` column as JSON text.
   std::string metadata;
-  /// This run's deadline in milliseconds after the claim; 0 for none.
+  /// This run's deadline in milliseconds after its handler starts; 0 for
+  /// none.
   int64_t deadline_ms = 0;
+  /// For kinds that hooks or follow-ups observe: the row as of the claim
+  /// (JSON), for the `started` event fired when the handler starts.
+  std::string started_row;
+
+  /// The memory this job holds while claimed, for the claim's byte bound.
+  size_t bytes() const {
+    return args.size() + metadata.size() + started_row.size() + kind.size();
+  }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_job& x) {
-  return f(caf::meta::type_name("claimed_job"), x.id, x.kind, x.queue, x.args,
-           x.priority, x.attempt, x.error_count, x.max_attempts, x.metadata,
-           x.deadline_ms);
+  return f(caf::meta::type_name("claimed_job"), x.id, x.batch_id, x.kind,
+           x.queue, x.args, x.priority, x.attempt, x.error_count,
+           x.max_attempts, x.metadata, x.deadline_ms, x.started_row);
+}
+
+/// What one claim statement returned.
+struct claim_result {
+  /// The claimed jobs, in claim order.
+  std::vector<claimed_job> jobs;
+  /// Due jobs are visible that wait behind a transaction still open
+  /// elsewhere (the lanes' commit-order fence): claim again shortly rather
+  /// than at the next idle poll.
+  bool more_soon = false;
+  /// The byte bound stopped the claim before its row limit: more jobs may
+  /// be due.
+  bool byte_bound = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, claim_result& x) {
+  return f(caf::meta::type_name("claim_result"), x.jobs, x.more_soon,
+           x.byte_bound);
 }
 
 /// How a run ended, as far as storage is concerned.
@@ -64,6 +103,12 @@ enum class outcome_kind : uint8_t {
   /// The handler parked the job until an external callback resolves it or
   /// `delay_ms` passes: state `waiting_external` with a fresh callback_id.
   waiting_callback,
+  /// The run overran its deadline by the grace and its handler ignored the
+  /// cancellation: the node gave up on it. A rescue: charged and
+  /// rescheduled (or dead-lettered on its last attempt) like an expired
+  /// lease, event `rescued` with reason deadline_exceeded, its follow-ups
+  /// best effort after the commit.
+  abandoned,
 };
 
 /// Renders an outcome kind for logs.
@@ -72,6 +117,10 @@ const char* to_string(outcome_kind k);
 /// The result of one run of one job.
 struct job_outcome {
   int64_t job_id = 0;
+  /// The run's identity (claimed_job::batch_id and attempt): storage writes
+  /// the outcome only while the job is still in that run.
+  int64_t batch_id = 0;
+  int32_t attempt = 0;
   outcome_kind kind = outcome_kind::completed;
   /// The failure message recorded as `last_error_message` (the reason for
   /// a cancel); empty on success.
@@ -80,12 +129,16 @@ struct job_outcome {
   int64_t delay_ms = 0;
   /// How long the handler ran.
   int64_t duration_ms = 0;
+  /// The job's kind has hooks or follow-ups: storage reads the committed
+  /// row for its event.
+  bool observed = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
-  return f(caf::meta::type_name("job_outcome"), x.job_id, x.kind, x.message,
-           x.delay_ms, x.duration_ms);
+  return f(caf::meta::type_name("job_outcome"), x.job_id, x.batch_id,
+           x.attempt, x.kind, x.message, x.delay_ms, x.duration_ms,
+           x.observed);
 }
 
 /// Why maintenance rescued a running job.
@@ -165,9 +218,41 @@ typename Inspector::result_type inspect(Inspector& f, job_event& x) {
 enum class finish_result : uint8_t {
   /// The transition committed.
   applied,
-  /// The row was no longer running under this worker (released, reclaimed
-  /// or deleted meanwhile): nothing was written.
+  /// The run was no longer this worker's (released, rescued or deleted
+  /// meanwhile): nothing was written.
   stale,
 };
+
+/// What storage did with one outcome, reported to the poller that ran the
+/// job once the outcome's transaction committed (or was found stale).
+struct outcome_report {
+  int64_t job_id = 0;
+  outcome_kind kind = outcome_kind::completed;
+  finish_result result = finish_result::applied;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, outcome_report& x) {
+  return f(caf::meta::type_name("outcome_report"), x.job_id, x.kind,
+           x.result);
+}
+
+/// A job this node holds a lease on (claimed, running, or finished with its
+/// outcome not yet committed), for heartbeats and the watchdog.
+struct held_job {
+  int64_t id = 0;
+  /// Its lane batch (heartbeats refresh the batch), or 0 (they refresh the
+  /// row).
+  int64_t batch_id = 0;
+  /// When it was claimed (actor clock, ns since its epoch): the lease is at
+  /// least this fresh.
+  int64_t claimed_at_ns = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, held_job& x) {
+  return f(caf::meta::type_name("held_job"), x.id, x.batch_id,
+           x.claimed_at_ns);
+}
 
 } // namespace aw

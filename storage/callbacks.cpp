@@ -10,17 +10,19 @@ namespace aw::storage {
 
 namespace {
 
+// A waiting job is a row-per-state row (never on a lane): these update it
+// directly; its JSON leaves out the internal lane key, as the view does.
 constexpr const char* complete_sql = R"sql(
-UPDATE jobs AS j
+UPDATE job_rows AS j
    SET state = 'completed', finalized_at = now(), callback_result = $2::jsonb,
        callback_timeout_at = NULL
  WHERE callback_id = $1::uuid AND state = 'waiting_external'
-RETURNING to_jsonb(j)::text
+RETURNING actor_worker_row_json(j)::text
 )sql";
 
 constexpr const char* retry_sql = R"sql(
 WITH resumed AS (
-  UPDATE jobs AS j
+  UPDATE job_rows AS j
      SET state = 'available', run_at = now(), callback_result = $2::jsonb,
          callback_timeout_at = NULL
    WHERE callback_id = $1::uuid AND state = 'waiting_external'
@@ -28,12 +30,13 @@ WITH resumed AS (
 ), woken AS (
   SELECT pg_notify($3, queue) FROM resumed
 )
-SELECT to_jsonb(r)::text, (SELECT count(*) FROM woken) FROM resumed AS r
+SELECT actor_worker_row_json(r)::text, (SELECT count(*) FROM woken)
+  FROM resumed AS r
 )sql";
 
 constexpr const char* fail_sql = R"sql(
 WITH moved AS (
-  DELETE FROM jobs
+  DELETE FROM job_rows
    WHERE callback_id = $1::uuid AND state = 'waiting_external'
   RETURNING *
 )

@@ -10,14 +10,20 @@ namespace aw {
 namespace {
 
 // All rows travel as one JSON array parameter: one statement and one
-// round trip however many jobs, and no SQL is ever built from values.
+// round trip however many jobs, and no SQL is ever built from values. Jobs
+// due at once without an ordering key go on their queue's lane (a lane key,
+// ready_xid); the others take the row-per-state path (see
+// migrations/004_fast_lane.sql), as the `jobs` view's INSERT rule does.
 constexpr const char* enqueue_sql = R"sql(
-INSERT INTO jobs (kind, queue, args, state, priority, run_at, max_attempts,
-                  metadata, tags, deadline_ms, ordering_key)
+INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
+                      max_attempts, metadata, tags, deadline_ms, ordering_key,
+                      ready_xid)
 SELECT r.kind, r.queue, r.args,
        CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
        r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms,
-       r.ordering_key
+       r.ordering_key,
+       CASE WHEN r.run_at = now() AND r.ordering_key IS NULL
+            THEN pg_current_xact_id() END
   FROM (SELECT e.doc->>'kind' AS kind,
                e.doc->>'queue' AS queue,
                e.doc->'args' AS args,
@@ -47,16 +53,17 @@ SELECT encode(sha256(convert_to(
                  ELSE '' END, 'UTF8')), 'hex')
 )sql";
 
+// A unique job is never on a lane: the unique index needs its real state.
 constexpr const char* unique_insert_sql = R"sql(
-INSERT INTO jobs (kind, queue, args, state, priority, run_at, max_attempts,
-                  metadata, tags, deadline_ms, ordering_key, unique_key,
-                  unique_states)
+INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
+                      max_attempts, metadata, tags, deadline_ms, ordering_key,
+                      unique_key, unique_states, ready_xid)
 SELECT e.doc->>'kind', e.doc->>'queue', e.doc->'args', s.state,
        (e.doc->>'priority')::integer, s.run_at,
        (e.doc->>'max_attempts')::integer, e.doc->'metadata',
        ARRAY(SELECT jsonb_array_elements_text(e.doc->'tags')),
        (e.doc->>'deadline_ms')::bigint, e.doc->>'ordering_key', $2,
-       $3::text[]
+       $3::text[], NULL
   FROM (SELECT $1::jsonb AS doc) AS e,
        LATERAL (SELECT t.run_at,
                        CASE WHEN t.run_at > now() THEN 'scheduled'
@@ -73,7 +80,7 @@ RETURNING id
 )sql";
 
 constexpr const char* unique_existing_sql = R"sql(
-SELECT id FROM jobs
+SELECT id FROM job_rows
  WHERE unique_key = $1 AND actor_worker_unique_active(state, unique_states)
 )sql";
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -16,62 +17,75 @@ namespace aw::storage {
 namespace {
 
 // -- the named queries ---------------------------------------------------------
-// Every statement that touches a running row checks `locked_by`, so an
-// outcome that arrives after the job was released or reclaimed changes
-// nothing.
+// Statements that finalize a run of a row-per-state job check the row is
+// still running under this worker *in that run* (`attempt`), so an outcome
+// that arrives after the job was released, rescued or claimed again
+// changes nothing. Lane jobs are guarded by their batch (see
+// migrations/004_fast_lane.sql). Rows go out as JSON without the internal
+// ready_xid column, as the `jobs` view shows them.
 
+// One statement: row-per-state jobs and lane batches, lowest priority first.
 constexpr const char* claim_sql = R"sql(
-WITH picked AS (
-  SELECT id FROM jobs
-   WHERE queue = $1 AND state IN ('available', 'scheduled') AND run_at <= now()
-     -- A job with an ordering key waits for every earlier unfinished job of
-     -- its key (an earlier one being claimed right now is still 'available'
-     -- in this snapshot, so two of a key are never claimed together).
-     AND (ordering_key IS NULL OR NOT EXISTS (
-           SELECT 1 FROM jobs AS o
-            WHERE o.ordering_key = jobs.ordering_key AND o.id < jobs.id
-              AND o.state IN ('scheduled', 'available', 'running',
-                              'waiting_external')))
-   ORDER BY priority, run_at, id
-   LIMIT $3
-   FOR UPDATE SKIP LOCKED
-), claimed AS (
-  UPDATE jobs AS j
-     SET state = 'running', attempt = j.attempt + 1,
-         locked_by = $2, locked_at = now(),
-         deadline_at = CASE WHEN coalesce(j.deadline_ms, $4) > 0
-                            THEN now() + coalesce(j.deadline_ms, $4)
-                                         * interval '1 millisecond' END
-    FROM picked
-   WHERE j.id = picked.id
-  RETURNING j.id, j.kind, j.queue, j.args::text AS args, j.priority, j.run_at,
-            j.attempt, j.error_count, coalesce(j.max_attempts, 0) AS max_attempts,
-            j.metadata::text AS metadata,
-            coalesce(j.deadline_ms, $4) AS deadline_ms,
-            CASE WHEN j.kind = ANY($5::text[]) THEN to_jsonb(j)::text END AS row
-)
-SELECT id, kind, queue, args, priority, attempt, error_count, max_attempts,
-       metadata, deadline_ms, row
-  FROM claimed ORDER BY priority, run_at, id
+SELECT batch_id, id, kind, args, priority, attempt, error_count,
+       max_attempts, metadata, deadline_ms, event_row
+  FROM actor_worker_claim($1, $2, $3, $4, $5, $6::text[], $7)
 )sql";
 
-// Completions are one statement per batch. `(state = 'running') IS TRUE`
-// is `state = 'running'` that the planner cannot match to the partial
-// running-jobs index: a batch must look its ids up by primary key, not scan
-// every running row of the worker and test each against the array (3x
-// slower at 500 running jobs, measured). The committed row comes back
-// only for kinds with hooks or follow-ups ($3), so the hot path of kinds
-// nobody observes ships no JSON.
-// A finished job with an ordering key unblocks the next job of its key:
-// wake that queue's pollers rather than leave the next one to the idle poll.
+// The hot loop in one round trip and one commit: the previous batch's
+// completions (lane jobs nobody observes) and the next claim.
+constexpr const char* finish_and_claim_sql = R"sql(
+SELECT batch_id, id, kind, args, priority, attempt, error_count,
+       max_attempts, metadata, deadline_ms, event_row
+  FROM actor_worker_finish_and_claim($1, $2::bigint[], $3::bigint[], $4, $5,
+                                     $6, $7, $8, $9::text[], $10)
+)sql";
+
+// Lane outcomes: completions become one receipt per batch, other outcomes
+// turn their job into an ordinary running row recorded below.
+constexpr const char* finish_lane_sql = R"sql(
+SELECT actor_worker_finish_lane($1, $2::bigint[], $3::bigint[], $4::boolean[], $5)
+)sql";
+
+// The jobs of a lane batch claimed above, read after its claim committed.
+constexpr const char* batch_jobs_sql = R"sql(
+SELECT batch_id, id, kind, args, priority, attempt, error_count,
+       max_attempts, metadata, deadline_ms, event_row
+  FROM actor_worker_batch_jobs($1, $2, $3::text[])
+)sql";
+
+// The committed rows of observed lane completions, for their events.
+constexpr const char* lane_rows_sql = R"sql(
+SELECT id, to_jsonb(j)::text FROM jobs AS j WHERE id = ANY($1::bigint[])
+)sql";
+
+// The same when completed rows are deleted at once: read before the
+// delete, as they will have been.
+constexpr const char* lane_rows_deleted_sql = R"sql(
+SELECT id, (to_jsonb(j) || jsonb_build_object('state', 'completed',
+                                              'finalized_at', now()))::text
+  FROM jobs AS j WHERE id = ANY($1::bigint[])
+)sql";
+
+// Completions of row-per-state jobs, one statement per batch. `(state =
+// 'running') IS TRUE` is `state = 'running'` that the planner cannot match
+// to the partial running-jobs index: a batch must look its ids up by
+// primary key, not scan every running row of the worker and test each
+// against the array (3x slower at 500 running jobs, measured). A finished
+// job with an ordering key unblocks the next job of its key: wake that
+// queue's pollers rather than leave the next one to the idle poll.
 constexpr const char* complete_sql = R"sql(
-WITH done AS (
-  UPDATE jobs AS j SET state = 'completed', finalized_at = now(),
-                       deadline_at = NULL
-   WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
-     AND locked_by = $2
-  RETURNING id, queue, ordering_key,
-            CASE WHEN kind = ANY($3::text[]) THEN to_jsonb(j)::text END AS row
+WITH runs AS (
+  SELECT * FROM unnest($1::bigint[], $5::integer[]) AS r(id, attempt)
+), done AS (
+  UPDATE job_rows AS j SET state = 'completed', finalized_at = now(),
+                           deadline_at = NULL
+    FROM runs
+   WHERE j.id = ANY($1::bigint[]) AND j.id = runs.id
+     AND j.attempt = runs.attempt
+     AND (j.state = 'running') IS TRUE AND j.locked_by = $2
+  RETURNING j.id, j.queue, j.ordering_key,
+            CASE WHEN j.kind = ANY($3::text[])
+                 THEN actor_worker_row_json(j)::text END AS row
 ), woken AS (
   SELECT pg_notify($4, q.queue)
     FROM (SELECT DISTINCT queue FROM done WHERE ordering_key IS NOT NULL) AS q
@@ -80,13 +94,17 @@ SELECT id, row, (SELECT count(*) FROM woken) FROM done
 )sql";
 
 constexpr const char* complete_delete_sql = R"sql(
-WITH done AS (
-  DELETE FROM jobs AS j
-   WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
-     AND locked_by = $2
-  RETURNING id, queue, ordering_key,
-            CASE WHEN kind = ANY($3::text[])
-                 THEN (to_jsonb(j) || jsonb_build_object(
+WITH runs AS (
+  SELECT * FROM unnest($1::bigint[], $5::integer[]) AS r(id, attempt)
+), done AS (
+  DELETE FROM job_rows AS j
+   USING runs
+   WHERE j.id = ANY($1::bigint[]) AND j.id = runs.id
+     AND j.attempt = runs.attempt
+     AND (j.state = 'running') IS TRUE AND j.locked_by = $2
+  RETURNING j.id, j.queue, j.ordering_key,
+            CASE WHEN j.kind = ANY($3::text[])
+                 THEN (actor_worker_row_json(j) || jsonb_build_object(
                          'state', 'completed', 'finalized_at', now(),
                          'deadline_at', NULL))::text END AS row
 ), woken AS (
@@ -100,20 +118,21 @@ SELECT id, row, (SELECT count(*) FROM woken) FROM done
 // 2^(error_count + 1) s, unless this failure was the job's last allowed
 // attempt; the exponent is capped only to keep the interval representable.
 constexpr const char* retry_sql = R"sql(
-UPDATE jobs AS j
+UPDATE job_rows AS j
    SET state = 'scheduled', error_count = error_count + 1,
        last_error_message = $3, last_failed_at = now(),
        run_at = now() + coalesce($5::bigint * interval '1 millisecond',
                                  make_interval(secs => power(2, least(error_count + 1, 40)))),
        locked_by = NULL, locked_at = NULL, deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2
+ WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $6
    AND error_count + 1 < coalesce(max_attempts, $4::integer + 1)
-RETURNING to_jsonb(j)::text
+RETURNING actor_worker_row_json(j)::text
 )sql";
 
 constexpr const char* dead_letter_sql = R"sql(
 WITH moved AS (
-  DELETE FROM jobs WHERE id = $1 AND state = 'running' AND locked_by = $2
+  DELETE FROM job_rows
+   WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $5
   RETURNING *
 )
 INSERT INTO dead_letter_jobs AS d
@@ -129,19 +148,19 @@ RETURNING to_jsonb(d)::text,
 )sql";
 
 constexpr const char* snooze_sql = R"sql(
-UPDATE jobs AS j
+UPDATE job_rows AS j
    SET state = 'scheduled', run_at = now() + $3::bigint * interval '1 millisecond',
        locked_by = NULL, locked_at = NULL, deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2
-RETURNING to_jsonb(j)::text
+ WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $4
+RETURNING actor_worker_row_json(j)::text
 )sql";
 
 constexpr const char* cancel_sql = R"sql(
-UPDATE jobs AS j
+UPDATE job_rows AS j
    SET state = 'cancelled', finalized_at = now(), last_error_message = $3,
        deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2
-RETURNING to_jsonb(j)::text,
+ WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $5
+RETURNING actor_worker_row_json(j)::text,
           CASE WHEN ordering_key IS NOT NULL
                THEN pg_notify($4, queue) END
 )sql";
@@ -149,19 +168,23 @@ RETURNING to_jsonb(j)::text,
 // The callback id comes from gen_random_uuid(): 122 random bits from a
 // cryptographic source, so nobody can guess a waiting job's id.
 constexpr const char* wait_sql = R"sql(
-UPDATE jobs AS j
+UPDATE job_rows AS j
    SET state = 'waiting_external', callback_id = gen_random_uuid(),
        callback_timeout_at = now() + $3::bigint * interval '1 millisecond',
        callback_result = NULL, locked_by = NULL, locked_at = NULL,
        deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2
-RETURNING to_jsonb(j)::text
+ WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $4
+RETURNING actor_worker_row_json(j)::text
 )sql";
 
+// Row-per-state jobs back to available; jobs that never started give
+// their attempt back ($4 false).
 constexpr const char* release_sql = R"sql(
 WITH released AS (
-  UPDATE jobs SET state = 'available', locked_by = NULL, locked_at = NULL,
-                  deadline_at = NULL
+  UPDATE job_rows
+     SET state = 'available', locked_by = NULL, locked_at = NULL,
+         deadline_at = NULL,
+         attempt = attempt - CASE WHEN $4 THEN 0 ELSE 1 END
    WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
      AND locked_by = $2
   RETURNING queue
@@ -171,19 +194,36 @@ WITH released AS (
 SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
 )sql";
 
-// One statement for every running job of this worker.
+constexpr const char* release_lane_sql = R"sql(
+SELECT actor_worker_release_lane($1, $2::bigint[], $3::bigint[], $4)
+)sql";
+
+// One statement for every running row-per-state job of this worker, one
+// for every open batch.
 constexpr const char* heartbeat_sql = R"sql(
-UPDATE jobs SET locked_at = now()
+UPDATE job_rows SET locked_at = now()
  WHERE id = ANY($1::bigint[]) AND state = 'running' AND locked_by = $2
 RETURNING id
 )sql";
 
+constexpr const char* heartbeat_batches_sql = R"sql(
+UPDATE claim_batches SET heartbeat_at = now()
+ WHERE id = ANY($1::bigint[]) AND worker = $2 AND closed_at IS NULL
+RETURNING id
+)sql";
+
+// Rescue, part one: expired lane batches hand their unfinished jobs over as
+// running rows (see actor_worker_expire_batches).
+constexpr const char* expire_batches_sql = R"sql(
+SELECT actor_worker_expire_batches($1, $2)
+)sql";
+
 // Cluster-wide rescue of running jobs whose lease is older than the reclaim
-// window ($1 s) or whose deadline passed more than a grace ($4 s) ago (the
-// owner gets the grace to cancel the run itself), and of waiting jobs whose
-// callback timed out. Each is charged a failed attempt and rescheduled with
-// the usual backoff, or dead-lettered when it was its last. SKIP LOCKED
-// makes it safe on every node at once.
+// window ($1 s), and of waiting jobs whose callback timed out. Each is
+// charged a failed attempt and rescheduled with the usual backoff, or
+// dead-lettered when it was its last. SKIP LOCKED makes it safe on every
+// node at once. Deadlines are enforced by the node that runs the job
+// (from the moment its handler starts), so they need no rescue here.
 constexpr const char* rescue_sql = R"sql(
 WITH stale AS (
   SELECT id, r.reason,
@@ -191,27 +231,21 @@ WITH stale AS (
            WHEN 'expired_callback'
            THEN 'callback expired: no callback for ' || coalesce(callback_id::text, '?')
                 || ' by ' || callback_timeout_at
-           WHEN 'deadline_exceeded'
-           THEN 'deadline exceeded: the run on ' || coalesce(locked_by, '?')
-                || ' passed its deadline (' || deadline_at || ') and was not ended'
            ELSE 'lease expired: worker ' || coalesce(locked_by, '?')
                 || ' stopped heartbeating (last heartbeat at ' || locked_at || ')'
          END AS message
-    FROM jobs,
-         LATERAL (SELECT CASE
-           WHEN state = 'waiting_external' THEN 'expired_callback'
-           WHEN deadline_at < now() - make_interval(secs => $4::double precision)
-           THEN 'deadline_exceeded'
-           ELSE 'stale_heartbeat' END AS reason) AS r
+    FROM job_rows,
+         LATERAL (SELECT CASE WHEN state = 'waiting_external'
+                              THEN 'expired_callback'
+                              ELSE 'stale_heartbeat' END AS reason) AS r
    WHERE (state = 'running'
-          AND (locked_at < now() - make_interval(secs => $1::double precision)
-               OR deadline_at < now() - make_interval(secs => $4::double precision)))
+          AND locked_at < now() - make_interval(secs => $1::double precision))
       OR (state = 'waiting_external' AND callback_timeout_at < now())
    ORDER BY id
    LIMIT $3
-   FOR UPDATE OF jobs SKIP LOCKED
+   FOR UPDATE OF job_rows SKIP LOCKED
 ), retried AS (
-  UPDATE jobs AS j
+  UPDATE job_rows AS j
      SET state = 'scheduled', error_count = j.error_count + 1,
          last_error_message = stale.message, last_failed_at = now(),
          run_at = now() + make_interval(secs => power(2, least(j.error_count + 1, 40))),
@@ -220,9 +254,9 @@ WITH stale AS (
    WHERE j.id = stale.id
      AND j.error_count + 1 < coalesce(j.max_attempts, $2::integer + 1)
   RETURNING j.id, j.kind, stale.reason, false AS dead, stale.message,
-            to_jsonb(j)::text AS row
+            actor_worker_row_json(j)::text AS row
 ), dead AS (
-  DELETE FROM jobs AS j USING stale
+  DELETE FROM job_rows AS j USING stale
    WHERE j.id = stale.id
      AND j.error_count + 1 >= coalesce(j.max_attempts, $2::integer + 1)
   RETURNING j.*, stale.reason AS rescue_reason, stale.message AS rescue_message
@@ -243,12 +277,17 @@ SELECT d.id, d.kind, d.rescue_reason, true, d.rescue_message, b.row
 )sql";
 
 constexpr const char* cleanup_sql = R"sql(
-DELETE FROM jobs WHERE id IN (
-  SELECT id FROM jobs
+DELETE FROM job_rows WHERE id IN (
+  SELECT id FROM job_rows
    WHERE state IN ('completed', 'cancelled')
      AND finalized_at < now() - make_interval(secs => $1::double precision)
    ORDER BY finalized_at
    LIMIT $2)
+)sql";
+
+// Lane batches carry about a claim's worth of jobs each.
+constexpr const char* cleanup_lanes_sql = R"sql(
+SELECT actor_worker_cleanup_lanes($1, $2)
 )sql";
 
 /// The follow-ups of one committed transition. A callable that throws
@@ -281,40 +320,63 @@ std::vector<enqueue_request> follow_ups_of(const follow_up_function& fn,
   }
 }
 
-} // namespace
-
-std::string to_array_literal(const std::vector<int64_t>& ids) {
+template <class T, class F>
+std::string array_literal(const std::vector<T>& xs, F render) {
   std::string out = "{";
-  for (size_t i = 0; i < ids.size(); ++i) {
+  for (size_t i = 0; i < xs.size(); ++i) {
     if (i > 0)
       out += ',';
-    out += std::to_string(ids[i]);
+    render(out, xs[i]);
   }
   out += '}';
   return out;
 }
 
-namespace {
 void delete_connection(pqxx::connection_base* conn) {
   delete static_cast<pqxx::connection*>(conn);
 }
+
+/// Builds the event of a committed transition.
+job_event transition_event(event_type type, std::string json,
+                     const job_outcome& o) {
+  job_event e;
+  e.type = type;
+  e.job_json = std::move(json);
+  e.duration_ms = o.duration_ms;
+  e.message = o.message;
+  return e;
+}
+
 } // namespace
 
+std::string to_array_literal(const std::vector<int64_t>& ids) {
+  return array_literal(ids, [](std::string& out, int64_t x) {
+    out += std::to_string(x);
+  });
+}
+
+std::string to_array_literal(const std::vector<int32_t>& values) {
+  return array_literal(values, [](std::string& out, int32_t x) {
+    out += std::to_string(x);
+  });
+}
+
+std::string to_array_literal(const std::vector<bool>& flags) {
+  return array_literal(flags, [](std::string& out, bool x) {
+    out += x ? 't' : 'f';
+  });
+}
+
 std::string to_text_array_literal(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0)
-      out += ',';
+  return array_literal(items, [](std::string& out, const std::string& x) {
     out += '"';
-    for (char c : items[i]) {
+    for (char c : x) {
       if (c == '"' || c == '\\')
         out += '\\';
       out += c;
     }
     out += '"';
-  }
-  out += '}';
-  return out;
+  });
 }
 
 void job_store::observe(const std::vector<std::string>& kinds) {
@@ -334,16 +396,25 @@ void job_store::connect() {
   std::unique_ptr<pqxx::connection_base, connection_deleter> conn{
     new pqxx::connection(opts_.url), &delete_connection};
   conn->prepare("aw_claim", claim_sql);
+  conn->prepare("aw_finish_and_claim", finish_and_claim_sql);
+  conn->prepare("aw_batch_jobs", batch_jobs_sql);
+  conn->prepare("aw_finish_lane", finish_lane_sql);
+  conn->prepare("aw_lane_rows", lane_rows_sql);
+  conn->prepare("aw_lane_rows_deleted", lane_rows_deleted_sql);
   conn->prepare("aw_complete", complete_sql);
   conn->prepare("aw_complete_delete", complete_delete_sql);
   conn->prepare("aw_retry", retry_sql);
   conn->prepare("aw_dead_letter", dead_letter_sql);
   conn->prepare("aw_release", release_sql);
+  conn->prepare("aw_release_lane", release_lane_sql);
   conn->prepare("aw_cleanup", cleanup_sql);
+  conn->prepare("aw_cleanup_lanes", cleanup_lanes_sql);
   conn->prepare("aw_heartbeat", heartbeat_sql);
+  conn->prepare("aw_heartbeat_batches", heartbeat_batches_sql);
   conn->prepare("aw_snooze", snooze_sql);
   conn->prepare("aw_cancel", cancel_sql);
   conn->prepare("aw_wait", wait_sql);
+  conn->prepare("aw_expire_batches", expire_batches_sql);
   conn->prepare("aw_rescue", rescue_sql);
   conn_ = std::move(conn);
 }
@@ -365,21 +436,38 @@ pqxx::connection_base& job_store::connection() {
   return *conn_;
 }
 
-std::vector<claimed_job> job_store::claim(const std::string& queue, int limit,
-                                          int64_t default_deadline_ms,
-                                          std::vector<job_event>* started) {
-  connect();
-  pqxx::work tx(*conn_, "aw_claim");
-  auto rows = tx.exec_prepared("aw_claim", queue, opts_.worker_id, limit,
-                               default_deadline_ms, observed_kinds_);
-  tx.commit();
-  std::vector<claimed_job> jobs;
-  jobs.reserve(rows.size());
+namespace {
+
+/// Appends the jobs of claim rows to `out`. Rows without a batch_id say
+/// something else (their kind): 'batch' (lane batch `id` was claimed: its
+/// jobs are read next), 'owned' (a fused finish still owned batch `id`),
+/// 'waiting' (due jobs wait behind an open transaction), 'bytes' (the byte
+/// bound stopped the claim).
+void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
+                      claim_result& out, std::vector<int64_t>* batches,
+                      std::unordered_set<int64_t>* owned) {
+  out.jobs.reserve(out.jobs.size() + rows.size());
   for (const auto& row : rows) {
+    if (row[0].is_null()) {
+      auto what = row[2].as<std::string>();
+      if (what == "batch") {
+        if (batches != nullptr)
+          batches->push_back(row[1].as<int64_t>());
+      } else if (what == "owned") {
+        if (owned != nullptr)
+          owned->insert(row[1].as<int64_t>());
+      } else if (what == "bytes") {
+        out.byte_bound = true;
+      } else {
+        out.more_soon = true;
+      }
+      continue;
+    }
     claimed_job job;
-    job.id = row[0].as<int64_t>();
-    job.kind = row[1].as<std::string>();
-    job.queue = row[2].as<std::string>();
+    job.batch_id = row[0].as<int64_t>();
+    job.id = row[1].as<int64_t>();
+    job.kind = row[2].as<std::string>();
+    job.queue = queue;
     job.args = row[3].as<std::string>();
     job.priority = row[4].as<int32_t>();
     job.attempt = row[5].as<int32_t>();
@@ -387,156 +475,338 @@ std::vector<claimed_job> job_store::claim(const std::string& queue, int limit,
     job.max_attempts = row[7].as<int32_t>();
     job.metadata = row[8].as<std::string>();
     job.deadline_ms = row[9].as<int64_t>();
-    if (started != nullptr && !row[10].is_null()) {
-      job_event e;
-      e.type = event_type::started;
-      e.kind = job.kind;
-      e.job_json = row[10].as<std::string>();
-      started->push_back(std::move(e));
-    }
-    jobs.push_back(std::move(job));
+    if (!row[10].is_null())
+      job.started_row = row[10].as<std::string>();
+    out.jobs.push_back(std::move(job));
   }
-  return jobs;
+}
+
+} // namespace
+
+claim_result job_store::read_batches(pqxx::result rows,
+                                     const std::string& queue,
+                                     int64_t default_deadline_ms,
+                                     std::unordered_set<int64_t>* owned) {
+  claim_result out;
+  std::vector<int64_t> batches;
+  parse_claim_rows(rows, queue, out, &batches, owned);
+  rows.clear();
+  // The lane batches' jobs: read-only, outside the claim's transaction.
+  for (auto batch : batches) {
+    pqxx::nontransaction tx(*conn_, "aw_batch_jobs");
+    parse_claim_rows(tx.exec_prepared("aw_batch_jobs", batch,
+                                      default_deadline_ms, observed_kinds_),
+                     queue, out, nullptr, nullptr);
+  }
+  return out;
+}
+
+claim_result job_store::claim(const std::string& queue, int limit,
+                              int64_t max_bytes, int64_t default_deadline_ms) {
+  connect();
+  // One statement in autocommit (no BEGIN/COMMIT round trips), then one
+  // read per lane batch claimed.
+  pqxx::result rows;
+  {
+    pqxx::nontransaction tx(*conn_, "aw_claim");
+    rows = tx.exec_prepared("aw_claim", queue, opts_.worker_id, limit,
+                            max_bytes, default_deadline_ms, observed_kinds_,
+                            static_cast<int64_t>(opts_.fence_wait.count()));
+  }
+  return read_batches(std::move(rows), queue, default_deadline_ms, nullptr);
+}
+
+bool job_store::fusable(const std::vector<job_outcome>& outcomes) {
+  for (auto& o : outcomes)
+    if (o.batch_id == 0 || o.kind != outcome_kind::completed || o.observed)
+      return false;
+  return true;
+}
+
+std::pair<std::vector<finish_report>, claim_result>
+job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
+                            const std::string& queue, int limit,
+                            int64_t max_bytes, int64_t default_deadline_ms) {
+  connect();
+  std::vector<int64_t> jobs;
+  std::vector<int64_t> batches;
+  jobs.reserve(outcomes.size());
+  batches.reserve(outcomes.size());
+  for (auto& o : outcomes) {
+    jobs.push_back(o.job_id);
+    batches.push_back(o.batch_id);
+  }
+  pqxx::result rows;
+  {
+    pqxx::nontransaction tx(*conn_, "aw_finish_and_claim");
+    rows = tx.exec_prepared(
+      "aw_finish_and_claim", opts_.worker_id, to_array_literal(jobs),
+      to_array_literal(batches), opts_.completed_retention.count() == 0, queue,
+      limit, max_bytes, default_deadline_ms, observed_kinds_,
+      static_cast<int64_t>(opts_.fence_wait.count()));
+  }
+  std::unordered_set<int64_t> owned;
+  auto claimed = read_batches(std::move(rows), queue, default_deadline_ms,
+                              &owned);
+  std::vector<finish_report> reports(outcomes.size());
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    if (owned.count(outcomes[i].batch_id) > 0)
+      reports[i].result = finish_result::applied;
+  return {std::move(reports), std::move(claimed)};
 }
 
 std::vector<finish_report>
 job_store::finish(const std::vector<job_outcome>& outcomes) {
   connect();
   std::vector<finish_report> reports(outcomes.size());
-  std::vector<int64_t> completed;
-  for (const auto& o : outcomes)
-    if (o.kind == outcome_kind::completed)
-      completed.push_back(o.job_id);
-  pqxx::work tx(*conn_, "aw_finish");
   auto fire = [&](size_t i, event_type type, std::string json) {
     reports[i].result = finish_result::applied;
-    job_event e;
-    e.type = type;
-    e.job_json = std::move(json);
-    e.duration_ms = outcomes[i].duration_ms;
-    e.message = outcomes[i].message;
-    reports[i].event = e;
+    reports[i].event = transition_event(type, std::move(json), outcomes[i]);
     reports[i].has_event = true;
   };
+  bool deleting = opts_.completed_retention.count() == 0;
+
+  // The hot path: only lane completions nobody observes (so no events and
+  // no follow-ups). One statement in autocommit.
+  std::unique_ptr<pqxx::transaction_base> tx;
+  if (fusable(outcomes))
+    tx = std::make_unique<pqxx::nontransaction>(*conn_, "aw_finish");
+  else
+    tx = std::make_unique<pqxx::work>(*conn_, "aw_finish");
+
+  // 1. Lane outcomes: completions recorded per batch, the others turned
+  // into ordinary running rows for step 2. An outcome of a batch no longer
+  // ours is stale.
+  std::vector<int64_t> lane_jobs;
+  std::vector<int64_t> lane_batches;
+  std::vector<bool> lane_done;
+  std::vector<size_t> lane_index;
+  std::vector<int64_t> observed_done;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    auto& o = outcomes[i];
+    if (o.batch_id == 0)
+      continue;
+    lane_jobs.push_back(o.job_id);
+    lane_batches.push_back(o.batch_id);
+    lane_done.push_back(o.kind == outcome_kind::completed);
+    lane_index.push_back(i);
+    if (o.kind == outcome_kind::completed && o.observed)
+      observed_done.push_back(o.job_id);
+  }
+  std::unordered_map<int64_t, std::string> lane_rows;
+  auto read_lane_rows = [&](const char* stmt) {
+    if (observed_done.empty())
+      return;
+    for (const auto& row :
+         tx->exec_prepared(stmt, to_array_literal(observed_done)))
+      lane_rows.emplace(row[0].as<int64_t>(), row[1].as<std::string>());
+  };
+  std::vector<bool> materialized(outcomes.size(), false);
+  if (!lane_jobs.empty()) {
+    if (deleting)
+      read_lane_rows("aw_lane_rows_deleted");
+    auto rows = tx->exec_prepared("aw_finish_lane", opts_.worker_id,
+                                  to_array_literal(lane_jobs),
+                                  to_array_literal(lane_batches),
+                                  to_array_literal(lane_done), deleting);
+    std::unordered_set<int64_t> owned;
+    for (const auto& row : rows)
+      owned.insert(row[0].as<int64_t>());
+    if (!deleting)
+      read_lane_rows("aw_lane_rows");
+    for (auto i : lane_index) {
+      auto& o = outcomes[i];
+      if (owned.count(o.batch_id) == 0)
+        continue; // stale: the batch is no longer ours
+      if (o.kind == outcome_kind::completed) {
+        reports[i].result = finish_result::applied;
+        if (auto r = lane_rows.find(o.job_id); r != lane_rows.end())
+          fire(i, event_type::completed, std::move(r->second));
+      } else {
+        // Now an ordinary running row of this run (the attempt counted).
+        materialized[i] = true;
+      }
+    }
+  }
+
+  // 2. Row-per-state outcomes (and the lane failures just materialized),
+  // each guarded by its run: running under this worker with its attempt.
+  std::vector<int64_t> completed;
+  std::vector<int32_t> completed_attempts;
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    if (outcomes[i].batch_id == 0
+        && outcomes[i].kind == outcome_kind::completed) {
+      completed.push_back(outcomes[i].job_id);
+      completed_attempts.push_back(outcomes[i].attempt);
+    }
   if (!completed.empty()) {
-    auto rows = tx.exec_prepared(opts_.completed_retention.count() == 0
-                                   ? "aw_complete_delete"
-                                   : "aw_complete",
-                                 to_array_literal(completed), opts_.worker_id,
-                                 observed_kinds_, defaults::notify_channel);
+    auto rows = tx->exec_prepared(deleting ? "aw_complete_delete"
+                                           : "aw_complete",
+                                  to_array_literal(completed), opts_.worker_id,
+                                  observed_kinds_, defaults::notify_channel,
+                                  to_array_literal(completed_attempts));
     std::unordered_map<int64_t, std::string> applied;
     for (const auto& row : rows)
       applied.emplace(row[0].as<int64_t>(),
                       row[1].is_null() ? std::string{} : row[1].as<std::string>());
     for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (outcomes[i].kind != outcome_kind::completed)
+      if (outcomes[i].batch_id != 0
+          || outcomes[i].kind != outcome_kind::completed)
         continue;
       auto a = applied.find(outcomes[i].job_id);
       if (a == applied.end())
         continue;
-      fire(i, event_type::completed, std::move(a->second));
+      reports[i].result = finish_result::applied;
       // Without observers nobody needs the event: keep the hot path lean.
-      reports[i].has_event = !reports[i].event.job_json.empty();
+      if (!a->second.empty())
+        fire(i, event_type::completed, std::move(a->second));
     }
   }
   auto single = [&](const char* stmt, auto&&... args) -> std::optional<std::string> {
-    auto r = tx.exec_prepared(stmt, std::forward<decltype(args)>(args)...);
+    auto r = tx->exec_prepared(stmt, std::forward<decltype(args)>(args)...);
     if (r.empty())
       return std::nullopt;
     return r[0][0].template as<std::string>();
   };
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& o = outcomes[i];
+    if (o.kind == outcome_kind::completed)
+      continue;
+    if (o.batch_id != 0 && !materialized[i])
+      continue; // a stale lane outcome
     const auto& me = opts_.worker_id;
+    auto attempt = o.attempt;
     switch (o.kind) {
       case outcome_kind::completed:
         break;
       case outcome_kind::retryable_failure:
       case outcome_kind::deadline_exceeded:
-      case outcome_kind::retry_after: {
+      case outcome_kind::retry_after:
+      case outcome_kind::abandoned: {
         std::optional<int64_t> delay;
         if (o.kind == outcome_kind::retry_after)
           delay = o.delay_ms;
+        bool rescue = o.kind == outcome_kind::abandoned;
         if (auto row = single("aw_retry", o.job_id, me, o.message,
-                              opts_.max_retries, delay)) {
-          fire(i, event_type::retried, std::move(*row));
-          break;
+                              opts_.max_retries, delay, attempt)) {
+          fire(i, rescue ? event_type::rescued : event_type::retried,
+               std::move(*row));
+        } else if (auto row = single("aw_dead_letter", o.job_id, me, o.message,
+                                     defaults::notify_channel, attempt)) {
+          fire(i, rescue ? event_type::rescued : event_type::exhausted,
+               std::move(*row));
         }
-        if (auto row = single("aw_dead_letter", o.job_id, me, o.message,
-                              defaults::notify_channel))
-          fire(i, event_type::exhausted, std::move(*row));
+        if (rescue && reports[i].has_event)
+          reports[i].event.reason = rescue_reason::deadline_exceeded;
         break;
       }
       case outcome_kind::terminal_failure:
         if (auto row = single("aw_dead_letter", o.job_id, me, o.message,
-                              defaults::notify_channel))
+                              defaults::notify_channel, attempt))
           fire(i, event_type::exhausted, std::move(*row));
         break;
       case outcome_kind::snoozed:
-        if (single("aw_snooze", o.job_id, me, o.delay_ms)) {
+        if (single("aw_snooze", o.job_id, me, o.delay_ms, attempt))
           reports[i].result = finish_result::applied; // snoozes fire nothing
-        }
         break;
       case outcome_kind::cancelled:
         if (auto row = single("aw_cancel", o.job_id, me, o.message,
-                              defaults::notify_channel))
+                              defaults::notify_channel, attempt))
           fire(i, event_type::cancelled, std::move(*row));
         break;
       case outcome_kind::waiting_callback:
-        if (auto row = single("aw_wait", o.job_id, me, o.delay_ms))
+        if (auto row = single("aw_wait", o.job_id, me, o.delay_ms, attempt))
           fire(i, event_type::waiting_for_callback, std::move(*row));
         break;
     }
   }
   // Durable follow-ups: inserted in this transaction, so they commit with
-  // the transitions that trigger them, or not at all.
+  // the transitions that trigger them, or not at all. A rescue's follow-ups
+  // are best effort after its commit (the storage actor runs them).
   if (follow_ups_) {
     std::vector<enqueue_request> requests;
     for (auto& r : reports)
-      if (r.has_event && !r.event.job_json.empty()) {
+      if (r.has_event && !r.event.job_json.empty()
+          && r.event.type != event_type::rescued) {
         auto more = follow_ups_of(follow_ups_, r.event);
         std::move(more.begin(), more.end(), std::back_inserter(requests));
       }
     if (!requests.empty())
-      enqueue_many(tx, requests);
+      enqueue_many(*tx, requests);
   }
-  tx.commit();
+  if (auto* work = dynamic_cast<pqxx::work*>(tx.get()))
+    work->commit();
   return reports;
 }
 
-int64_t job_store::release(const std::vector<int64_t>& ids) {
-  if (ids.empty())
+int64_t job_store::release(const std::vector<held_job>& jobs, bool started) {
+  if (jobs.empty())
     return 0;
   connect();
+  std::vector<int64_t> rows;
+  std::vector<int64_t> lane_jobs;
+  std::vector<int64_t> lane_batches;
+  for (auto& j : jobs) {
+    if (j.batch_id == 0) {
+      rows.push_back(j.id);
+    } else {
+      lane_jobs.push_back(j.id);
+      lane_batches.push_back(j.batch_id);
+    }
+  }
+  int64_t released = 0;
   pqxx::work tx(*conn_, "aw_release");
-  auto rows = tx.exec_prepared("aw_release", to_array_literal(ids),
-                               opts_.worker_id, defaults::notify_channel);
+  if (!rows.empty()) {
+    auto r = tx.exec_prepared("aw_release", to_array_literal(rows),
+                              opts_.worker_id, defaults::notify_channel,
+                              started);
+    released += r.empty() ? 0 : r[0][0].as<int64_t>();
+  }
+  if (!lane_jobs.empty()) {
+    auto r = tx.exec_prepared("aw_release_lane", opts_.worker_id,
+                              to_array_literal(lane_jobs),
+                              to_array_literal(lane_batches), started);
+    released += r.empty() ? 0 : r[0][0].as<int64_t>();
+  }
   tx.commit();
-  return rows.empty() ? 0 : rows[0][0].as<int64_t>();
+  return released;
 }
 
-std::vector<int64_t> job_store::heartbeat(const std::vector<int64_t>& ids) {
-  if (ids.empty())
-    return {};
+int64_t job_store::release(const std::vector<claimed_job>& jobs,
+                           bool started) {
+  std::vector<held_job> held;
+  held.reserve(jobs.size());
+  for (auto& j : jobs)
+    held.push_back({j.id, j.batch_id, 0});
+  return release(held, started);
+}
+
+heartbeat_report job_store::heartbeat(const std::vector<int64_t>& jobs,
+                                      const std::vector<int64_t>& batches) {
+  heartbeat_report out;
+  if (jobs.empty() && batches.empty())
+    return out;
   connect();
-  pqxx::work tx(*conn_, "aw_heartbeat");
-  auto rows = tx.exec_prepared("aw_heartbeat", to_array_literal(ids),
-                               opts_.worker_id);
-  tx.commit();
-  std::vector<int64_t> alive;
-  alive.reserve(rows.size());
-  for (const auto& row : rows)
-    alive.push_back(row[0].as<int64_t>());
-  return alive;
+  pqxx::nontransaction tx(*conn_, "aw_heartbeat");
+  if (!jobs.empty())
+    for (const auto& row : tx.exec_prepared("aw_heartbeat",
+                                            to_array_literal(jobs),
+                                            opts_.worker_id))
+      out.jobs.push_back(row[0].as<int64_t>());
+  if (!batches.empty())
+    for (const auto& row : tx.exec_prepared("aw_heartbeat_batches",
+                                            to_array_literal(batches),
+                                            opts_.worker_id))
+      out.batches.push_back(row[0].as<int64_t>());
+  return out;
 }
 
 std::vector<rescued_job> job_store::rescue(int limit) {
   connect();
   double window = opts_.reclaim_window.count() / 1000.0;
-  double grace = opts_.heartbeat_interval.count() / 1000.0;
   pqxx::work tx(*conn_, "aw_rescue");
-  auto rows = tx.exec_prepared("aw_rescue", window, opts_.max_retries, limit,
-                               grace);
+  tx.exec_prepared("aw_expire_batches", window, limit);
+  auto rows = tx.exec_prepared("aw_rescue", window, opts_.max_retries, limit);
   tx.commit();
   std::vector<rescued_job> out;
   out.reserve(rows.size());
@@ -545,9 +815,8 @@ std::vector<rescued_job> job_store::rescue(int limit) {
     r.id = row[0].as<int64_t>();
     r.kind = row[1].as<std::string>();
     auto reason = row[2].as<std::string>();
-    r.reason = reason == "expired_callback"    ? rescue_reason::expired_callback
-               : reason == "deadline_exceeded" ? rescue_reason::deadline_exceeded
-                                               : rescue_reason::stale_heartbeat;
+    r.reason = reason == "expired_callback" ? rescue_reason::expired_callback
+                                            : rescue_reason::stale_heartbeat;
     r.dead_lettered = row[3].as<bool>();
     r.message = row[4].as<std::string>();
     r.job_json = row[5].as<std::string>();
@@ -577,8 +846,13 @@ int64_t job_store::delete_expired(int batch) {
   double seconds = opts_.completed_retention.count() / 1000.0;
   pqxx::work tx(*conn_, "aw_cleanup");
   auto result = tx.exec_prepared("aw_cleanup", seconds, batch);
+  int64_t deleted = result.affected_rows();
+  // Lane batches hold up to a claim's worth of jobs each.
+  auto lanes = tx.exec_prepared("aw_cleanup_lanes", seconds,
+                                std::max(1, batch / 500));
+  deleted += lanes.empty() ? 0 : lanes[0][0].as<int64_t>();
   tx.commit();
-  return result.affected_rows();
+  return deleted;
 }
 
 } // namespace aw::storage

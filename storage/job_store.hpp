@@ -1,13 +1,22 @@
 #pragma once
 // One database connection with the runtime's named, prepared statements:
-// claim, finish, release, cleanup. The storage actor owns one of these.
-// Every method blocks; none may run on CAF's cooperative scheduler.
+// claim, finish, heartbeat, release, rescue, cleanup. The storage actor owns
+// one of these. Every method blocks; none may run on CAF's cooperative
+// scheduler.
+//
+// Jobs are claimed two ways (migrations/004_fast_lane.sql): plain due jobs
+// from a lane, in batches that write one row per batch and nothing per job;
+// everything else (retries, scheduled jobs, ordering keys, unique jobs) as
+// its own row, as before. Every write that finalizes a run is guarded by
+// the run's identity: its batch, or its row's attempt and owner.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "messages/job.hpp"
@@ -15,6 +24,7 @@
 
 namespace pqxx {
 class connection_base;
+class result;
 }
 
 namespace aw::storage {
@@ -23,18 +33,20 @@ namespace aw::storage {
 struct job_store_options {
   /// libpq connection string. Never logged.
   std::string url;
-  /// Written to `locked_by` on claim; every write checks it, so a worker
-  /// never changes a row it no longer owns.
+  /// Written to `locked_by` (and claim_batches.worker) on claim; every
+  /// write checks it, so a worker never changes a run it no longer owns.
   std::string worker_id;
   /// Failed attempts before dead-lettering, for jobs without max_attempts.
   int max_retries = 20;
-  /// 0 deletes completed rows at once instead of marking them.
+  /// 0 deletes completed rows at once instead of keeping them.
   std::chrono::milliseconds completed_retention{0};
-  /// A running job whose lease is older than this is rescued.
+  /// A job whose lease is older than this is rescued.
   std::chrono::milliseconds reclaim_window{120'000};
-  /// The heartbeat interval; also the grace a job's owner gets to end an
-  /// overdue run itself before another node rescues it.
+  /// The heartbeat interval.
   std::chrono::milliseconds heartbeat_interval{30'000};
+  /// How long a transaction may hold a lane's commit-order fence before the
+  /// jobs waiting behind it are claimed the row-per-state way instead.
+  std::chrono::milliseconds fence_wait{200};
 };
 
 /// What finish() did with one outcome.
@@ -44,6 +56,14 @@ struct finish_report {
   /// event.job_json when the kind is observed).
   bool has_event = false;
   job_event event;
+};
+
+/// The leases a heartbeat still holds.
+struct heartbeat_report {
+  /// Row-per-state jobs still running under this worker.
+  std::vector<int64_t> jobs;
+  /// Lane batches still open under this worker.
+  std::vector<int64_t> batches;
 };
 
 /// Computes the durable follow-up jobs of a committed transition, inside
@@ -68,29 +88,44 @@ public:
 
   bool connected() const noexcept;
 
-  /// Claims up to `limit` due jobs of `queue` (FOR UPDATE SKIP LOCKED),
-  /// in claim order: priority, run_at, id. A job without a deadline of its
-  /// own gets `default_deadline_ms` (0 = none).
-  std::vector<claimed_job> claim(const std::string& queue, int limit,
-                                 int64_t default_deadline_ms = 0,
-                                 std::vector<job_event>* started = nullptr);
+  /// Claims up to `limit` due jobs of `queue` whose args and metadata take
+  /// at most `max_bytes` (but at least one job), in claim order: priority,
+  /// then run_at and id (row-per-state jobs) or enqueue order (lanes). A
+  /// job without a deadline of its own gets `default_deadline_ms` (0 =
+  /// none). One statement, one round trip.
+  claim_result claim(const std::string& queue, int limit,
+                     int64_t max_bytes = int64_t{1} << 40,
+                     int64_t default_deadline_ms = 0);
 
-  /// Refreshes the leases of `ids` (one statement); returns those still
-  /// running under this worker.
-  std::vector<int64_t> heartbeat(const std::vector<int64_t>& ids);
+  /// True when finish_and_claim() can record `outcomes`: all are
+  /// completions of lane jobs nobody observes (no events, no follow-ups).
+  static bool fusable(const std::vector<job_outcome>& outcomes);
 
-  /// Rescues up to `limit` running jobs, of any worker, whose lease expired
-  /// or whose deadline passed: charged a failed attempt, rescheduled with
-  /// backoff or dead-lettered.
+  /// finish() and claim() in one statement: one round trip and one commit
+  /// for the hot loop. Only for fusable() outcomes.
+  std::pair<std::vector<finish_report>, claim_result>
+  finish_and_claim(const std::vector<job_outcome>& outcomes,
+                   const std::string& queue, int limit, int64_t max_bytes,
+                   int64_t default_deadline_ms);
+
+  /// Refreshes the leases of running row-per-state jobs and of open lane
+  /// batches (one statement each); reports those still ours.
+  heartbeat_report heartbeat(const std::vector<int64_t>& jobs,
+                             const std::vector<int64_t>& batches = {});
+
+  /// Rescues up to `limit` jobs, of any worker, whose lease expired (lane
+  /// batches first become ordinary running rows), and waiting jobs whose
+  /// callback timed out: charged a failed attempt, rescheduled with backoff
+  /// or dead-lettered.
   std::vector<rescued_job> rescue(int limit);
 
   /// Applies many outcomes in one transaction, with their follow-ups.
-  /// Completions are one statement for the whole batch. Returns one report
-  /// per outcome, in order.
+  /// Lane completions are one statement per flush. Returns one report per
+  /// outcome, in order.
   std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes);
 
   /// Kinds whose transitions someone observes (hooks or follow-ups): only
-  /// for those does a completion return its row.
+  /// for those do claims and completions return the row.
   void observe(const std::vector<std::string>& kinds);
 
   /// Inserts the follow-ups of already committed transitions (rescues) in
@@ -102,12 +137,17 @@ public:
     follow_ups_ = std::move(fn);
   }
 
-  /// Puts jobs this worker still holds back to `available` without
-  /// charging an attempt, and wakes other workers. Returns how many.
-  int64_t release(const std::vector<int64_t>& ids);
+  /// Puts jobs this worker still holds back, due at once, without charging
+  /// an attempt, and wakes other workers. `started`: their handlers ran
+  /// (the attempt stays counted as started); otherwise they were claimed
+  /// but never started. Returns how many were released.
+  int64_t release(const std::vector<held_job>& jobs, bool started = true);
 
-  /// Deletes up to `batch` completed/cancelled rows finalized more than the
-  /// retention ago. Returns how many.
+  /// release() for jobs as claimed.
+  int64_t release(const std::vector<claimed_job>& jobs, bool started = true);
+
+  /// Deletes up to about `batch` finished rows whose retention passed.
+  /// Returns how many.
   int64_t delete_expired(int batch);
 
   /// The connection, for the schema check. Connects first.
@@ -118,6 +158,11 @@ public:
   }
 
 private:
+  /// The jobs of claim rows, reading those of each lane batch claimed.
+  claim_result read_batches(pqxx::result rows, const std::string& queue,
+                            int64_t default_deadline_ms,
+                            std::unordered_set<int64_t>* owned);
+
   job_store_options opts_;
   /// Text array literal of the observed kinds ("{}" for none).
   std::string observed_kinds_ = "{}";
@@ -135,5 +180,11 @@ std::string to_text_array_literal(const std::vector<std::string>& items);
 /// Renders ids as a PostgreSQL array literal ("{1,2,3}") for a
 /// `$1::bigint[]` parameter: libpqxx 6 has no array parameters.
 std::string to_array_literal(const std::vector<int64_t>& ids);
+
+/// The same for booleans ("{t,f}").
+std::string to_array_literal(const std::vector<bool>& flags);
+
+/// The same for 32-bit integers.
+std::string to_array_literal(const std::vector<int32_t>& values);
 
 } // namespace aw::storage

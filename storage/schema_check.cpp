@@ -8,6 +8,18 @@ namespace aw::storage {
 
 const std::vector<required_table>& required_schema() {
   static const std::vector<required_table> tables = {
+    {"job_rows",
+     {"id", "kind", "queue", "args", "state", "priority", "run_at",
+      "created_at", "attempt", "error_count", "max_attempts",
+      "last_error_message", "last_failed_at", "locked_by", "locked_at",
+      "finalized_at", "metadata", "tags", "deadline_ms", "deadline_at",
+      "callback_id", "callback_timeout_at", "callback_result", "ordering_key",
+      "unique_key", "unique_states", "ready_xid", "args_bytes"}},
+    {"claim_cursors", {"queue", "priority", "last_xid", "last_id"}},
+    {"claim_batches",
+     {"id", "queue", "priority", "lo_xid", "lo_id", "hi_xid", "hi_id",
+      "worker", "size", "remaining", "bytes", "heartbeat_at", "closed_at"}},
+    {"batch_completions", {"batch_id", "finalized_at", "ids"}},
     {"jobs",
      {"id", "kind", "queue", "args", "state", "priority", "run_at",
       "created_at", "attempt", "error_count", "max_attempts",
@@ -22,12 +34,33 @@ const std::vector<required_table>& required_schema() {
   return tables;
 }
 
+const std::vector<const char*>& required_functions() {
+  static const std::vector<const char*> functions = {
+    "actor_worker_claim", "actor_worker_finish_lane",
+    "actor_worker_release_lane", "actor_worker_expire_batches",
+    "actor_worker_cleanup_lanes", "actor_worker_finish_and_claim",
+    "actor_worker_batch_jobs", "actor_worker_row_json"};
+  return functions;
+}
+
+namespace {
+
+std::string tables_literal() {
+  std::string out = "{";
+  for (const auto& t : required_schema())
+    out += std::string{out.size() > 1 ? "," : ""} + t.table;
+  return out + "}";
+}
+
+} // namespace
+
 std::vector<std::string> missing_schema(pqxx::connection_base& conn) {
   pqxx::read_transaction tx(conn, "aw_schema_check");
-  auto rows = tx.exec(
+  auto rows = tx.exec_params(
     "SELECT table_name, column_name FROM information_schema.columns "
     "WHERE table_schema = current_schema() "
-    "AND table_name IN ('jobs', 'dead_letter_jobs')");
+    "AND table_name = ANY ($1::text[])",
+    tables_literal());
   std::set<std::pair<std::string, std::string>> present;
   std::set<std::string> tables;
   for (const auto& row : rows) {
@@ -45,6 +78,15 @@ std::vector<std::string> missing_schema(pqxx::connection_base& conn) {
         missing.push_back(std::string{"table "} + t.table
                           + " is missing column " + column);
   }
+  std::set<std::string> functions;
+  for (const auto& row :
+       tx.exec("SELECT proname FROM pg_proc "
+               "WHERE pronamespace = current_schema()::regnamespace "
+               "AND proname LIKE 'actor\\_worker\\_%'"))
+    functions.insert(row[0].as<std::string>());
+  for (auto fn : required_functions())
+    if (functions.count(fn) == 0)
+      missing.push_back(std::string{"function "} + fn + " is missing");
   return missing;
 }
 

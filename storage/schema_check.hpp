@@ -18,8 +18,11 @@ struct required_table {
 };
 const std::vector<required_table>& required_schema();
 
-/// Returns one line per missing table or column ("table jobs: missing
-/// column metadata"); empty when the schema is complete.
+/// Every SQL function the runtime's queries call.
+const std::vector<const char*>& required_functions();
+
+/// Returns one line per missing table, column or function ("table jobs is
+/// missing column metadata"); empty when the schema is complete.
 std::vector<std::string> missing_schema(pqxx::connection_base& conn);
 
 /// The user-facing message for a non-empty missing_schema() result.

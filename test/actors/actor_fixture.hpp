@@ -1,12 +1,13 @@
 #pragma once
 // The fixture of the deterministic actor tests: CAF's test coordinator
 // (virtual time), a stub storage actor that answers from a script and
-// records what it is asked, and a job dispatcher the test completes by hand.
+// records what it is asked, and a job runner the test completes by hand.
 
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -35,21 +36,34 @@ struct storage_script {
   /// Answer claims with ec::database_unavailable while true.
   bool fail_claims = false;
   int64_t next_id = 1;
-  /// Each claim's limit and the virtual time it arrived.
+  /// Claimed jobs come in lane batches (one batch id per claim) instead of
+  /// as row-per-state jobs.
+  bool lane_batches = false;
+  int64_t next_batch = 100;
+  /// Args of every claimed job.
+  std::string args = "{}";
+  /// Each claim's limit, byte budget and the virtual time it arrived.
   std::vector<int32_t> claim_limits;
+  std::vector<int64_t> claim_bytes;
   std::vector<time_point> claim_times;
   /// Deadline given to claimed jobs (0: the poller's default).
   int64_t deadline_ms = 0;
-  /// Outcomes recorded, in order.
+  /// Outcomes recorded, in order, and how many finish messages brought
+  /// them.
   std::vector<job_outcome> outcomes;
   std::vector<int64_t> finished;
+  size_t finish_messages = 0;
+  /// Released jobs, and whether each release said they had started.
   std::vector<int64_t> released;
+  std::vector<bool> released_started;
   /// Answer heartbeats with ec::database_unavailable while true.
   bool fail_heartbeats = false;
-  /// Jobs a heartbeat reports as no longer ours.
+  /// Jobs (row-per-state) and batches a heartbeat reports as no longer ours.
   std::vector<int64_t> stolen;
-  /// The ids of each heartbeat statement.
+  std::vector<int64_t> stolen_batches;
+  /// The job and batch ids of each heartbeat.
   std::vector<std::vector<int64_t>> heartbeats;
+  std::vector<std::vector<int64_t>> heartbeat_batches;
   int rescues = 0;
 };
 
@@ -58,51 +72,78 @@ struct storage_script {
 inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
                                           std::shared_ptr<storage_script> s) {
   return {
-    [=](claim_atom, const std::string& queue, int32_t limit,
-        int64_t default_deadline_ms) -> caf::result<std::vector<claimed_job>> {
+    [=](claim_atom, const std::string& queue, int32_t limit, int64_t bytes,
+        int64_t default_deadline_ms) -> caf::result<claim_result> {
       s->claim_limits.push_back(limit);
+      s->claim_bytes.push_back(bytes);
       s->claim_times.push_back(self->clock().now());
       if (s->fail_claims)
         return aw::make_error(aw::ec::database_unavailable, "stub: down");
-      std::vector<claimed_job> jobs;
-      while (s->backlog > 0 && static_cast<int32_t>(jobs.size()) < limit) {
+      claim_result out;
+      auto batch = s->lane_batches ? s->next_batch++ : 0;
+      int64_t taken_bytes = 0;
+      while (s->backlog > 0 && static_cast<int32_t>(out.jobs.size()) < limit) {
         claimed_job job;
-        job.id = s->next_id++;
+        job.id = s->next_id;
+        job.batch_id = batch;
         job.kind = "noop";
         job.queue = queue;
-        job.args = "{}";
+        job.args = s->args;
         job.attempt = 1;
         job.deadline_ms = s->deadline_ms > 0 ? s->deadline_ms
                                              : default_deadline_ms;
-        jobs.push_back(job);
+        // The byte bound, as the database applies it: at least one job.
+        if (!out.jobs.empty()
+            && taken_bytes + static_cast<int64_t>(job.bytes()) > bytes) {
+          out.byte_bound = true;
+          break;
+        }
+        taken_bytes += static_cast<int64_t>(job.bytes());
+        ++s->next_id;
+        out.jobs.push_back(job);
         --s->backlog;
       }
-      return jobs;
+      return out;
     },
-    [=](finish_atom, const job_outcome& o) -> finish_result {
-      s->finished.push_back(o.job_id);
-      s->outcomes.push_back(o);
-      return finish_result::applied;
+    [=](finish_atom, const std::vector<job_outcome>& outcomes,
+        poller_actor& poller) {
+      ++s->finish_messages;
+      std::vector<outcome_report> reports;
+      for (auto& o : outcomes) {
+        s->finished.push_back(o.job_id);
+        s->outcomes.push_back(o);
+        reports.push_back({o.job_id, o.kind, finish_result::applied});
+      }
+      self->send(poller, committed_atom::value, std::move(reports));
     },
-    [=](heartbeat_atom, const std::vector<int64_t>& ids)
-      -> caf::result<std::vector<int64_t>> {
+    [=](heartbeat_atom, const std::vector<int64_t>& ids,
+        const std::vector<int64_t>& batches)
+      -> caf::result<std::vector<int64_t>, std::vector<int64_t>> {
       s->heartbeats.push_back(ids);
+      s->heartbeat_batches.push_back(batches);
       if (s->fail_heartbeats)
         return aw::make_error(aw::ec::database_unavailable, "stub: down");
-      std::vector<int64_t> alive;
-      for (auto id : ids)
-        if (std::find(s->stolen.begin(), s->stolen.end(), id)
-            == s->stolen.end())
-          alive.push_back(id);
-      return alive;
+      auto keep = [](const std::vector<int64_t>& xs,
+                     const std::vector<int64_t>& gone) {
+        std::vector<int64_t> out;
+        for (auto x : xs)
+          if (std::find(gone.begin(), gone.end(), x) == gone.end())
+            out.push_back(x);
+        return out;
+      };
+      return {keep(ids, s->stolen), keep(batches, s->stolen_batches)};
     },
     [=](rescue_atom) -> std::vector<rescued_job> {
       ++s->rescues;
       return {};
     },
-    [=](release_atom, const std::vector<int64_t>& ids) -> int64_t {
-      s->released.insert(s->released.end(), ids.begin(), ids.end());
-      return static_cast<int64_t>(ids.size());
+    [=](release_atom, const std::vector<held_job>& jobs,
+        bool started) -> int64_t {
+      for (auto& j : jobs) {
+        s->released.push_back(j.id);
+        s->released_started.push_back(started);
+      }
+      return static_cast<int64_t>(jobs.size());
     },
     [=](cleanup_atom) -> int64_t {
       BOOST_FAIL("the poller must not ask for cleanup");
@@ -117,12 +158,18 @@ inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
 }
 
 /// Holds the jobs it is given until the test completes them.
-class manual_dispatcher : public aw::job_dispatcher {
+class manual_runner : public aw::job_runner {
 public:
-  void dispatch(claimed_job job, cancellation_token cancel,
-                completion done) override {
-    tokens.push_back(cancel);
+  std::optional<job_outcome> start(claimed_job job, const run_context& ctx,
+                                   completion done) override {
+    tokens.push_back(ctx.cancel);
+    started.push_back(job.id);
     held.emplace_back(std::move(job), std::move(done));
+    return std::nullopt;
+  }
+
+  void abandoned(int64_t id) override {
+    abandoned_ids.push_back(id);
   }
 
   /// Completes the `n` oldest held jobs successfully.
@@ -137,8 +184,11 @@ public:
   }
 
   std::vector<std::pair<claimed_job, completion>> held;
-  /// The token of every job dispatched, in order.
+  /// The token of every job started, in order.
   std::vector<cancellation_token> tokens;
+  /// The ids of the jobs started, in order.
+  std::vector<int64_t> started;
+  std::vector<int64_t> abandoned_ids;
 };
 
 struct fixture {
@@ -146,8 +196,8 @@ struct fixture {
   std::unique_ptr<caf::actor_system> sys;
   caf::scheduler::test_coordinator* sched = nullptr;
   std::shared_ptr<storage_script> script = std::make_shared<storage_script>();
-  std::shared_ptr<manual_dispatcher> dispatcher
-    = std::make_shared<manual_dispatcher>();
+  std::shared_ptr<manual_runner> dispatcher
+    = std::make_shared<manual_runner>();
   storage_actor storage;
   std::vector<caf::actor> spawned;
 
@@ -175,15 +225,20 @@ struct fixture {
   poller_actor spawn_poller(int concurrency,
                             std::chrono::milliseconds poll_interval = 1s,
                             std::chrono::milliseconds drain = 2s,
-                            poll_gate_actor gate = {}) {
+                            poll_gate_actor gate = {},
+                            int local_queue_size = 1000,
+                            int64_t local_queue_bytes = int64_t{64} << 20) {
     aw::poller_config pc;
     pc.queue = "default";
     pc.concurrency = concurrency;
+    pc.local_queue_size = local_queue_size;
+    pc.local_queue_bytes = local_queue_bytes;
     pc.poll_interval = poll_interval;
     pc.shutdown_drain = drain;
+    pc.abandon_grace = 1s;
     pc.claimer = storage;
     pc.completers = {storage};
-    pc.dispatcher = dispatcher;
+    pc.runner = dispatcher;
     pc.gate = gate;
     auto p = sys->spawn(aw::poller_behavior, pc);
     spawned.push_back(caf::actor_cast<caf::actor>(p));

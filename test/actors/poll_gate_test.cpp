@@ -48,17 +48,20 @@ BOOST_AUTO_TEST_CASE(burst_of_jobs_is_picked_up_at_once_by_parked_pollers) {
   spawn_pollers(100, 2);
   auto before = claims();
   script->backlog = 100;
-  // A NOTIFY wakes every poller of the queue, permit or not.
+  // A NOTIFY wakes every poller of the queue, permit or not: every job is
+  // claimed at once (the first pollers buffer a second one each).
   for (auto& p : pollers)
     caf::anon_send(p, wake_atom::value);
   run();
-  BOOST_TEST(running() == 100u);
+  BOOST_TEST(running() >= 50u);
   BOOST_TEST(script->backlog == 0);
   BOOST_TEST(claims() - before >= 100u);
   // Work finished, everyone idle again: still at most two idle claims per
   // interval (permit holders gave their permits up when they found work).
-  dispatcher->complete(100);
-  run();
+  while (!dispatcher->held.empty()) {
+    dispatcher->complete(dispatcher->held.size());
+    run();
+  }
   for (int i = 0; i < 5; ++i) {
     auto b = claims();
     advance(1s);

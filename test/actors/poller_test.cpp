@@ -4,45 +4,113 @@
 
 #include "actor_fixture.hpp"
 
+#include <set>
+
 using namespace std::chrono_literals;
 using namespace aw;
 using namespace aw_test;
 
 BOOST_FIXTURE_TEST_SUITE(poller_test, fixture)
 
-BOOST_AUTO_TEST_CASE(claim_never_exceeds_free_slots) {
-  script->backlog = 100;
+BOOST_AUTO_TEST_CASE(running_never_exceeds_concurrency_and_claims_fill_a_buffer) {
+  script->backlog = 1000;
   spawn_poller(8);
   run();
+  // One claim takes the running round and a buffered one: more than the
+  // free slots, whatever the concurrency.
   BOOST_TEST(running() == 8u);
-  BOOST_TEST(script->claim_limits.front() == 8);
-  // Finishing 3 jobs frees exactly 3 slots; the next claim asks for 3.
-  dispatcher->complete(3);
-  run();
-  BOOST_TEST(running() == 8u);
-  BOOST_TEST(script->claim_limits.back() == 3);
-  // Across many rounds no claim ever asks for more than is free, and the
-  // number running never exceeds the concurrency.
-  for (int round = 0; round < 30 && script->backlog > 0; ++round) {
+  BOOST_REQUIRE(!script->claim_limits.empty());
+  BOOST_TEST(script->claim_limits.front() > 8);
+  // Across many rounds the handlers never exceed the concurrency, the
+  // claims grow with the pace, and every job is started exactly once.
+  for (int round = 0; round < 200 && script->backlog > 0; ++round) {
     dispatcher->complete(1 + round % 8);
     run();
     BOOST_TEST(running() <= 8u);
   }
-  for (auto limit : script->claim_limits)
-    BOOST_TEST(limit <= 8);
-  BOOST_TEST(script->claim_limits.size() > 5u);
+  auto biggest = *std::max_element(script->claim_limits.begin(),
+                                   script->claim_limits.end());
+  BOOST_TEST(biggest > 16);
+  std::set<int64_t> started(dispatcher->started.begin(),
+                            dispatcher->started.end());
+  BOOST_TEST(started.size() == dispatcher->started.size());
 }
 
-BOOST_AUTO_TEST_CASE(finished_burst_becomes_one_claim) {
+BOOST_AUTO_TEST_CASE(small_concurrency_still_claims_hundreds_per_statement) {
+  // Handlers that finish at once: the buffer doubles while it runs dry,
+  // up to local_queue_size, so a concurrency of 2 claims in big batches.
+  script->backlog = 20000;
+  spawn_poller(2, 1s, 2s, {}, 1000);
+  run();
+  for (int i = 0; i < 2000 && script->backlog > 0; ++i) {
+    dispatcher->complete(dispatcher->held.size());
+    run();
+  }
+  auto biggest = *std::max_element(script->claim_limits.begin(),
+                                   script->claim_limits.end());
+  BOOST_TEST(biggest >= 300);
+  BOOST_TEST(script->claim_limits.size() < 200u);
+}
+
+BOOST_AUTO_TEST_CASE(finished_burst_becomes_one_claim_and_one_finish_message) {
   script->backlog = 100;
   spawn_poller(10);
   run();
   auto claims_before = script->claim_limits.size();
-  // Ten jobs finish at once: their slots are claimed in one statement.
+  auto finish_before = script->finish_messages;
+  // Ten jobs finish at once: their outcomes reach storage in one message,
+  // and the room they free is claimed in one statement.
   dispatcher->complete(10);
   run();
-  BOOST_TEST(script->claim_limits.size() == claims_before + 1);
-  BOOST_TEST(script->claim_limits.back() == 10);
+  BOOST_TEST(script->claim_limits.size() <= claims_before + 1);
+  BOOST_TEST(script->finish_messages == finish_before + 1);
+  BOOST_TEST(script->finished.size() == 10u);
+}
+
+BOOST_AUTO_TEST_CASE(claims_are_bounded_in_bytes_as_well_as_rows) {
+  // 1,000-byte args, a 10,000-byte bound: never more than 10 jobs held
+  // (buffered or running), though the concurrency is 50.
+  script->backlog = 100;
+  script->args = std::string(1000 - 4, 'x');
+  spawn_poller(50, 1s, 2s, {}, 1000, 10000);
+  run();
+  BOOST_TEST(running() <= 10u);
+  BOOST_TEST(running() >= 9u);
+  for (auto b : script->claim_bytes)
+    BOOST_TEST(b <= 10000);
+  // Five finish: the next claim may bring only what their bytes freed.
+  dispatcher->complete(5);
+  run();
+  advance(1s);
+  BOOST_TEST(script->claim_bytes.back() == 5000);
+  BOOST_TEST(running() == 10u);
+}
+
+BOOST_AUTO_TEST_CASE(a_single_job_bigger_than_the_byte_bound_still_runs) {
+  script->backlog = 3;
+  script->args = std::string(50000, 'x');
+  spawn_poller(4, 1s, 2s, {}, 1000, 10000);
+  run();
+  BOOST_TEST(running() == 1u);
+  dispatcher->complete(1);
+  run();
+  BOOST_TEST(running() == 1u);
+  BOOST_TEST(script->finished.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(executors_are_reused_from_job_to_job) {
+  script->backlog = 50;
+  auto p = spawn_poller(2);
+  run();
+  for (int i = 0; i < 30; ++i) {
+    dispatcher->complete(2);
+    run();
+  }
+  BOOST_TEST(script->finished.size() == 50u);
+  // Two slots, two executor actors for fifty jobs: the poller plus its
+  // executors are the only actors besides the fixture's.
+  auto& st = caf::actor_cast<poller_pointer>(p)->state;
+  BOOST_TEST(st.executors->size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(idle_poller_claims_every_poll_interval) {
@@ -113,6 +181,7 @@ BOOST_AUTO_TEST_CASE(drain_waits_the_budget_then_releases_the_rest) {
   auto p = spawn_poller(5, 1s, 2s);
   run();
   BOOST_REQUIRE_EQUAL(running(), 5u);
+  BOOST_REQUIRE(script->backlog == 0);
   auto claims = script->claim_limits.size();
   std::shared_ptr<int64_t> released = std::make_shared<int64_t>(-1);
   auto client = sys->spawn([p, released](caf::event_based_actor* self) {
@@ -129,10 +198,13 @@ BOOST_AUTO_TEST_CASE(drain_waits_the_budget_then_releases_the_rest) {
   BOOST_TEST(script->finished.size() == 2u);
   // Draining claims nothing, not even on the idle interval.
   BOOST_TEST(script->claim_limits.size() == claims);
-  // The budget runs out: the three still running are released.
+  // The budget runs out: the three still running are released, as
+  // started (their attempt counts).
   advance(1s);
   BOOST_TEST(*released == 3);
   BOOST_TEST(script->released.size() == 3u);
+  for (auto started : script->released_started)
+    BOOST_TEST(started);
   BOOST_TEST(script->claim_limits.size() == claims);
   // A handler that returns after its job was released changes nothing.
   dispatcher->complete(3);
@@ -155,6 +227,78 @@ BOOST_AUTO_TEST_CASE(drain_ends_early_when_every_job_finished) {
   run();
   BOOST_TEST(*released == 0);
   BOOST_TEST(script->released.empty());
+}
+
+BOOST_AUTO_TEST_CASE(drain_releases_buffered_jobs_at_once_without_charging) {
+  script->backlog = 10;
+  auto p = spawn_poller(2, 1s, 5s);
+  run();
+  BOOST_REQUIRE_EQUAL(running(), 2u);
+  std::shared_ptr<int64_t> released = std::make_shared<int64_t>(-1);
+  auto client = sys->spawn([p, released](caf::event_based_actor* self) {
+    self->request(p, caf::infinite, drain_atom::value)
+      .then([released](int64_t n) { *released = n; });
+  });
+  spawned.push_back(client);
+  run();
+  // The jobs claimed but never started go back at once, as not started.
+  auto unstarted = script->released.size();
+  BOOST_TEST(unstarted >= 1u);
+  for (auto started : script->released_started)
+    BOOST_TEST(!started);
+  for (auto id : script->released)
+    BOOST_TEST(std::count(dispatcher->started.begin(),
+                          dispatcher->started.end(), id)
+               == 0);
+  // The two running finish within the budget: recorded, nothing more
+  // released, and no buffered job was started during the drain.
+  dispatcher->complete(2);
+  run();
+  BOOST_TEST(*released == static_cast<int64_t>(unstarted));
+  BOOST_TEST(script->finished.size() == 2u);
+  BOOST_TEST(dispatcher->started.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(deadline_counts_from_the_handler_start_not_the_claim) {
+  // One slot, jobs with a 5 s deadline claimed ahead into the buffer: the
+  // third starts at 8 s and still gets its full 5 s.
+  script->backlog = 3;
+  script->deadline_ms = 5000;
+  spawn_poller(1, 1s, 2s, {}, 10);
+  run();
+  BOOST_REQUIRE(script->claim_limits.front() >= 2);
+  advance(4s);
+  dispatcher->complete(1);
+  run();
+  advance(4s);
+  dispatcher->complete(1);
+  run();
+  BOOST_REQUIRE_EQUAL(dispatcher->tokens.size(), 3u);
+  advance(4999ms);
+  BOOST_TEST(!dispatcher->tokens[2].cancelled());
+  advance(1ms);
+  BOOST_TEST(dispatcher->tokens[2].cancelled());
+}
+
+BOOST_AUTO_TEST_CASE(a_handler_that_ignores_its_deadline_is_given_up_as_a_rescue) {
+  script->backlog = 2;
+  script->deadline_ms = 500;
+  spawn_poller(1);
+  run();
+  advance(500ms); // the deadline: cancelled, but the handler keeps going
+  BOOST_TEST(dispatcher->tokens[0].cancelled());
+  BOOST_TEST(script->outcomes.empty());
+  advance(1s); // the grace (abandon_grace = 1 s in the fixture)
+  BOOST_REQUIRE_EQUAL(script->outcomes.size(), 1u);
+  BOOST_TEST((script->outcomes[0].kind == outcome_kind::abandoned));
+  BOOST_TEST(dispatcher->abandoned_ids == (std::vector<int64_t>{1}),
+             boost::test_tools::per_element());
+  // The slot went to the next job; the late result of the first is
+  // dropped.
+  BOOST_TEST(dispatcher->started.size() == 2u);
+  dispatcher->complete(1);
+  run();
+  BOOST_TEST(script->outcomes.size() == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -80,19 +80,19 @@ BOOST_AUTO_TEST_CASE(claim_order_is_priority_then_run_at_then_id) {
   const std::vector<int64_t> expected{102, 106, 103, 104, 101, 105};
   auto store = make_store(db, "w1");
   // In one claim, returned in claim order.
-  auto all = store.claim("default", 10);
+  auto all = store.claim("default", 10).jobs;
   BOOST_TEST(ids_of(all) == expected);
   BOOST_TEST(all.front().priority == -5);
-  BOOST_TEST(store.release(ids_of(all)) == 6);
+  BOOST_TEST(store.release(all, false) == 6);
   // One at a time, the selection itself follows the same order.
   std::vector<int64_t> one_by_one;
   for (int i = 0; i < 6; ++i) {
-    auto got = store.claim("default", 1);
+    auto got = store.claim("default", 1).jobs;
     BOOST_REQUIRE_EQUAL(got.size(), 1u);
     one_by_one.push_back(got.front().id);
   }
   BOOST_TEST(one_by_one == expected);
-  BOOST_TEST(store.claim("default", 1).empty());
+  BOOST_TEST(store.claim("default", 1).jobs.empty());
 }
 
 BOOST_AUTO_TEST_CASE(claim_never_returns_more_than_the_limit) {
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(claim_never_returns_more_than_the_limit) {
   std::vector<size_t> sizes;
   std::set<int64_t> claimed;
   for (int i = 0; i < 4; ++i) {
-    auto got = store.claim("default", 3);
+    auto got = store.claim("default", 3).jobs;
     sizes.push_back(got.size());
     for (auto& j : got) {
       BOOST_TEST(claimed.insert(j.id).second);
@@ -130,22 +130,22 @@ BOOST_AUTO_TEST_CASE(scheduled_jobs_are_not_claimed_until_due) {
     tx.commit();
   }
   auto store = make_store(db, "w1");
-  BOOST_TEST(store.claim("default", 10).empty());
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state" + row_where(id)) == "scheduled");
   BOOST_TEST(s.scalar("SELECT attempt" + row_where(id)) == 0);
   // Once its run_at passes, a scheduled job (e.g. a retry) is claimable.
   s.exec("UPDATE jobs SET run_at = now() - interval '1 second'");
-  BOOST_TEST(ids_of(store.claim("default", 10)) == std::vector<int64_t>{id});
+  BOOST_TEST(ids_of(store.claim("default", 10).jobs) == std::vector<int64_t>{id});
 }
 
 BOOST_AUTO_TEST_CASE(jobs_of_other_queues_are_not_claimed) {
   aw::test::fresh_database db;
   auto other = enqueue_n(db, 2, "other");
   auto store = make_store(db, "w1");
-  BOOST_TEST(store.claim("default", 10).empty());
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'available'") == 2);
-  auto got = store.claim("other", 10);
+  auto got = store.claim("other", 10).jobs;
   BOOST_TEST(ids_of(got) == other);
   for (auto& j : got)
     BOOST_TEST(j.queue == "other");
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(concurrent_claims_of_two_workers_never_share_a_job) {
       while (ready.load() < 2)
         std::this_thread::yield();
       for (;;) {
-        auto got = store.claim("default", 7);
+        auto got = store.claim("default", 7).jobs;
         if (got.empty())
           return;
         for (auto& j : got)
@@ -215,8 +215,10 @@ BOOST_AUTO_TEST_CASE(finish_completed_marks_the_row_completed) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 1);
   auto store = make_store(db, "w1", 1h);
-  BOOST_REQUIRE_EQUAL(store.claim("default", 1).size(), 1u);
-  auto results = aw::test::results(store.finish({{ids[0], aw::outcome_kind::completed, ""}}));
+  auto claimed = store.claim("default", 1).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
+  auto results = aw::test::results(store.finish(
+    {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed)}));
   BOOST_TEST((results == std::vector<aw::finish_result>{aw::finish_result::applied}));
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state" + row_where(ids[0])) == "completed");
@@ -228,9 +230,11 @@ BOOST_AUTO_TEST_CASE(finish_completed_with_zero_retention_deletes_the_row) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 0ms);
-  BOOST_REQUIRE_EQUAL(store.claim("default", 2).size(), 2u);
-  auto results = aw::test::results(store.finish({{ids[0], aw::outcome_kind::completed, ""},
-                               {ids[1], aw::outcome_kind::completed, ""}}));
+  auto claimed = store.claim("default", 2).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
+  auto results = aw::test::results(store.finish(
+    {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed),
+     aw::test::outcome(claimed, ids[1], aw::outcome_kind::completed)}));
   BOOST_TEST((results
               == std::vector<aw::finish_result>{aw::finish_result::applied,
                                                 aw::finish_result::applied}));
@@ -245,11 +249,13 @@ BOOST_AUTO_TEST_CASE(finish_applies_a_mixed_batch_and_answers_in_order) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
-  BOOST_REQUIRE_EQUAL(store.claim("default", 3).size(), 3u);
+  auto claimed = store.claim("default", 3).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   auto results = aw::test::results(store.finish(
-    {{ids[2], aw::outcome_kind::terminal_failure, "bad"},
-     {ids[0], aw::outcome_kind::completed, ""},
-     {ids[1], aw::outcome_kind::retryable_failure, "try again"}}));
+    {aw::test::outcome(claimed, ids[2], aw::outcome_kind::terminal_failure, "bad"),
+     aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed),
+     aw::test::outcome(claimed, ids[1], aw::outcome_kind::retryable_failure,
+                       "try again")}));
   BOOST_TEST(results.size() == 3u);
   for (auto r : results)
     BOOST_TEST((r == aw::finish_result::applied));
@@ -267,15 +273,18 @@ BOOST_AUTO_TEST_CASE(stale_outcome_of_a_released_job_changes_nothing) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
-  BOOST_REQUIRE_EQUAL(store.claim("default", 3).size(), 3u);
-  BOOST_TEST(store.release(ids) == 3);
-  auto results
-    = aw::test::results(store.finish({{ids[0], aw::outcome_kind::completed, ""},
-                    {ids[1], aw::outcome_kind::retryable_failure, "late"},
-                    {ids[2], aw::outcome_kind::terminal_failure, "late"}}));
+  auto claimed = store.claim("default", 3).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  BOOST_TEST(store.release(claimed) == 3);
+  auto results = aw::test::results(store.finish(
+    {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed),
+     aw::test::outcome(claimed, ids[1], aw::outcome_kind::retryable_failure, "late"),
+     aw::test::outcome(claimed, ids[2], aw::outcome_kind::terminal_failure, "late")}));
   for (auto r : results)
     BOOST_TEST((r == aw::finish_result::stale));
   aw::test::db_session s{db.url};
+  // Released after their handlers started: available again, the attempt
+  // counted as started, nothing charged.
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
                       "AND error_count = 0 AND last_error_message IS NULL "
                       "AND finalized_at IS NULL AND locked_by IS NULL "
@@ -289,15 +298,18 @@ BOOST_AUTO_TEST_CASE(outcome_from_a_worker_that_does_not_hold_the_job_is_stale) 
   auto ids = enqueue_n(db, 1);
   auto owner = make_store(db, "owner", 1h);
   auto intruder = make_store(db, "intruder", 1h);
-  BOOST_REQUIRE_EQUAL(owner.claim("default", 1).size(), 1u);
-  BOOST_TEST((aw::test::results(intruder.finish({{ids[0], aw::outcome_kind::completed, ""}}))
+  auto claimed = owner.claim("default", 1).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
+  BOOST_TEST((aw::test::results(intruder.finish(
+                {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed)}))
               == std::vector<aw::finish_result>{aw::finish_result::stale}));
-  BOOST_TEST(intruder.release(ids) == 0);
+  BOOST_TEST(intruder.release(claimed) == 0);
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state" + row_where(ids[0])) == "running");
   BOOST_TEST(s.text("SELECT locked_by" + row_where(ids[0])) == "owner");
   // The owner's outcome still applies.
-  BOOST_TEST((aw::test::results(owner.finish({{ids[0], aw::outcome_kind::completed, ""}}))
+  BOOST_TEST((aw::test::results(owner.finish(
+                {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed)}))
               == std::vector<aw::finish_result>{aw::finish_result::applied}));
 }
 
@@ -307,8 +319,9 @@ BOOST_AUTO_TEST_CASE(release_returns_running_jobs_to_available_without_charge) {
   // One job already failed twice before this run.
   db.exec("UPDATE jobs SET error_count = 2 WHERE id = " + std::to_string(ids[1]));
   auto store = make_store(db, "w1");
-  BOOST_REQUIRE_EQUAL(store.claim("default", 3).size(), 3u);
-  BOOST_TEST(store.release({ids[0], ids[1], ids[2], ids[3]}) == 3);
+  auto claimed = store.claim("default", 3).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  BOOST_TEST(store.release(claimed, false) == 3);
   aw::test::db_session s{db.url};
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
                       "AND locked_by IS NULL AND locked_at IS NULL")
@@ -317,8 +330,8 @@ BOOST_AUTO_TEST_CASE(release_returns_running_jobs_to_available_without_charge) {
   BOOST_TEST(s.scalar("SELECT error_count" + row_where(ids[1])) == 2);
   BOOST_TEST(s.scalar("SELECT error_count" + row_where(ids[2])) == 0);
   // Released jobs can be claimed again at once.
-  BOOST_TEST(store.claim("default", 10).size() == 4u);
-  BOOST_TEST(store.release({}) == 0);
+  BOOST_TEST(store.claim("default", 10).jobs.size() == 4u);
+  BOOST_TEST(store.release(std::vector<aw::held_job>{}) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(delete_expired_deletes_only_finished_rows_past_the_retention) {

@@ -270,9 +270,14 @@ BOOST_AUTO_TEST_CASE(dlq_list_json_prints_dead_letter_rows_newest_first) {
     opts.url = db.url;
     opts.worker_id = "cli-test";
     aw::storage::job_store store{opts};
-    BOOST_REQUIRE_EQUAL(store.claim("default", 2).size(), 2u);
-    store.finish({{first, aw::outcome_kind::terminal_failure, "first failure"}});
-    store.finish({{second, aw::outcome_kind::terminal_failure, "second failure"}});
+    auto claimed = store.claim("default", 2).jobs;
+    BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
+    store.finish({aw::test::outcome(claimed, first,
+                                    aw::outcome_kind::terminal_failure,
+                                    "first failure")});
+    store.finish({aw::test::outcome(claimed, second,
+                                    aw::outcome_kind::terminal_failure,
+                                    "second failure")});
   }
   auto r = aw::test::run_binary("dlq list --json", db.url);
   BOOST_TEST_MESSAGE("stderr: " << r.err);

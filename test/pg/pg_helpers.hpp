@@ -13,6 +13,31 @@
 
 namespace aw::test {
 
+/// The outcome `kind` of the run of job `id` among `claimed` (its batch and
+/// attempt identify the run).
+inline aw::job_outcome outcome(const std::vector<aw::claimed_job>& claimed,
+                               int64_t id, aw::outcome_kind kind,
+                               std::string message = {}) {
+  aw::job_outcome o;
+  o.job_id = id;
+  o.kind = kind;
+  o.message = std::move(message);
+  for (auto& j : claimed)
+    if (j.id == id) {
+      o.batch_id = j.batch_id;
+      o.attempt = j.attempt;
+    }
+  return o;
+}
+
+/// The outcome of `job`'s run.
+inline aw::job_outcome outcome(const aw::claimed_job& job,
+                               aw::outcome_kind kind,
+                               std::string message = {}) {
+  return outcome(std::vector<aw::claimed_job>{job}, job.id, kind,
+                 std::move(message));
+}
+
 /// The finish_result of each report (what most tests compare).
 inline std::vector<aw::finish_result>
 results(const std::vector<aw::storage::finish_report>& reports) {

@@ -86,11 +86,13 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
   opts.worker_id = "w1";
   opts.max_retries = 20;
   aw::storage::job_store store{opts};
-  BOOST_REQUIRE_EQUAL(store.claim("default", 10).size(), 4u);
+  auto claimed = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
   std::vector<aw::job_outcome> outcomes;
   for (size_t i = 0; i < ids.size(); ++i)
-    outcomes.push_back({ids[i], aw::outcome_kind::retryable_failure,
-                        "boom " + std::to_string(i)});
+    outcomes.push_back(aw::test::outcome(claimed, ids[i],
+                                         aw::outcome_kind::retryable_failure,
+                                         "boom " + std::to_string(i)));
   for (auto r : aw::test::results(store.finish(outcomes)))
     BOOST_TEST((r == aw::finish_result::applied));
   aw::test::db_session s{db.url};
@@ -112,7 +114,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
     }
   }
   // Not claimable before the backoff passes.
-  BOOST_TEST(store.claim("default", 10).empty());
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
 }
 
 BOOST_AUTO_TEST_CASE(job_is_dead_lettered_after_exactly_max_retries_plus_one_runs) {

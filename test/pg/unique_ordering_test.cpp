@@ -190,14 +190,10 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
     return id;
   };
   auto run = [&](int64_t id, aw::outcome_kind kind) {
-    auto claimed = store.claim("default", 10);
+    auto claimed = store.claim("default", 10).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
     BOOST_REQUIRE_EQUAL(claimed[0].id, id);
-    aw::job_outcome o;
-    o.job_id = id;
-    o.kind = kind;
-    o.message = "done";
-    auto reports = store.finish({o});
+    auto reports = store.finish({aw::test::outcome(claimed, id, kind, "done")});
     BOOST_REQUIRE((reports.at(0).result == aw::finish_result::applied));
   };
 
@@ -207,13 +203,10 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
   auto a1 = enqueue({{"file", "a.csv"}}, active);
   BOOST_TEST(enqueue({{"file", "a.csv"}}, active) == a1); // available blocks
   {
-    auto claimed = store.claim("default", 10);
+    auto claimed = store.claim("default", 10).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
     BOOST_TEST(enqueue({{"file", "a.csv"}}, active) == a1); // running blocks
-    aw::job_outcome o;
-    o.job_id = a1;
-    o.kind = aw::outcome_kind::completed;
-    store.finish({o});
+    store.finish({aw::test::outcome(claimed, a1, aw::outcome_kind::completed)});
   }
   BOOST_TEST(s.text("SELECT state" + job_where(a1)) == "completed");
   auto a2 = enqueue({{"file", "a.csv"}}, active);
@@ -243,11 +236,8 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
   aw::unique_options with_cancelled;
   with_cancelled.states = {"available", "running", "cancelled"};
   auto d1 = enqueue({{"file", "d.csv"}}, with_cancelled);
-  store.claim("default", 10); // also claims c3
-  aw::job_outcome cancel_d1;
-  cancel_d1.job_id = d1;
-  cancel_d1.kind = aw::outcome_kind::cancelled;
-  store.finish({cancel_d1});
+  auto claimed = store.claim("default", 10).jobs; // also claims c3
+  store.finish({aw::test::outcome(claimed, d1, aw::outcome_kind::cancelled)});
   BOOST_TEST(s.text("SELECT state" + job_where(d1)) == "cancelled");
   BOOST_TEST(enqueue({{"file", "d.csv"}}, with_cancelled) == d1);
 }

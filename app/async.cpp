@@ -1,0 +1,54 @@
+#include "app/async.hpp"
+
+#include <atomic>
+
+#include "app/registry.hpp"
+
+namespace aw {
+
+struct job_promise::state {
+  std::atomic<bool> done{false};
+  int64_t job_id = 0;
+  std::string kind;
+  sink deliver;
+};
+
+job_promise::job_promise(int64_t job_id, std::string kind, sink deliver)
+  : state_(std::make_shared<state>()) {
+  state_->job_id = job_id;
+  state_->kind = std::move(kind);
+  state_->deliver = std::move(deliver);
+}
+
+void job_promise::deliver(job_outcome out) const {
+  if (!state_->done.exchange(true))
+    state_->deliver(std::move(out));
+}
+
+void job_promise::finish(const outcome& o) const {
+  if (!done())
+    deliver(registry::to_job_outcome(state_->job_id, state_->kind, o));
+}
+
+void job_promise::fail(const std::string& message) const {
+  if (!done())
+    deliver(registry::failure(state_->job_id, outcome_kind::retryable_failure,
+                              message));
+}
+
+void job_promise::fail_terminal(const std::string& message) const {
+  if (!done())
+    deliver(registry::failure(state_->job_id, outcome_kind::terminal_failure,
+                              message));
+}
+
+void job_promise::fail(std::exception_ptr e) const {
+  if (!done())
+    deliver(registry::from_exception(state_->job_id, state_->kind, e));
+}
+
+bool job_promise::done() const {
+  return state_->done.load();
+}
+
+} // namespace aw
