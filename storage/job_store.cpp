@@ -491,13 +491,31 @@ claim_result job_store::read_batches(pqxx::result rows,
   std::vector<int64_t> batches;
   parse_claim_rows(rows, queue, out, &batches, owned);
   rows.clear();
-  // The lane batches' jobs: read-only, outside the claim's transaction.
+  if (batches.empty())
+    return out;
+  // The lane batches' jobs: read-only, outside the claim's transaction,
+  // and put where their batch was in claim order (priority first).
+  std::vector<claimed_job> ordered;
+  ordered.reserve(out.jobs.size());
+  auto next = out.jobs.begin();
   for (auto batch : batches) {
-    pqxx::nontransaction tx(*conn_, "aw_batch_jobs");
-    parse_claim_rows(tx.exec_prepared("aw_batch_jobs", batch,
-                                      default_deadline_ms, observed_kinds_),
-                     queue, out, nullptr, nullptr);
+    claim_result part;
+    {
+      pqxx::nontransaction tx(*conn_, "aw_batch_jobs");
+      parse_claim_rows(tx.exec_prepared("aw_batch_jobs", batch,
+                                        default_deadline_ms, observed_kinds_),
+                       queue, part, nullptr, nullptr);
+    }
+    if (part.jobs.empty())
+      continue;
+    // Row-per-state jobs of higher or equal priority came first.
+    auto prio = part.jobs.front().priority;
+    while (next != out.jobs.end() && next->priority <= prio)
+      ordered.push_back(std::move(*next++));
+    std::move(part.jobs.begin(), part.jobs.end(), std::back_inserter(ordered));
   }
+  std::move(next, out.jobs.end(), std::back_inserter(ordered));
+  out.jobs = std::move(ordered);
   return out;
 }
 

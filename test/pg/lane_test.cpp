@@ -1,0 +1,434 @@
+// The lanes of migrations/004_fast_lane.sql against a real database: what
+// the `jobs` view shows for jobs claimed in batches, the commit-order fence
+// (a late commit is never skipped; a long-open transaction does not hold a
+// lane up), run identity (an outcome of an earlier run never finalizes a
+// later one, even in the same process), releases, rescues of expired
+// batches, claims bounded in bytes, routing of plain INSERTs and UPDATEs
+// through the view, and retention.
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "pg_fixture.hpp"
+#include "pg_helpers.hpp"
+#include "storage/enqueue.hpp"
+#include "storage/job_store.hpp"
+
+using namespace std::chrono_literals;
+using aw::outcome_kind;
+using aw::storage::job_store;
+using aw::test::contains;
+using aw::test::outcome;
+
+namespace {
+
+job_store make_store(const aw::test::fresh_database& db,
+                     const std::string& worker_id,
+                     std::chrono::milliseconds retention = 1h) {
+  aw::storage::job_store_options opts;
+  opts.url = db.url;
+  opts.worker_id = worker_id;
+  opts.completed_retention = retention;
+  opts.reclaim_window = 120s;
+  opts.fence_wait = 200ms;
+  return job_store{opts};
+}
+
+std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db, int n,
+                               const std::string& kind = "noop") {
+  std::vector<aw::enqueue_request> requests(static_cast<size_t>(n));
+  for (auto& r : requests)
+    r.kind = kind;
+  auto conn = db.connect();
+  pqxx::work tx{*conn};
+  auto ids = aw::enqueue_many(tx, requests);
+  tx.commit();
+  return ids;
+}
+
+std::vector<int64_t> ids_of(const std::vector<aw::claimed_job>& jobs) {
+  std::vector<int64_t> ids;
+  for (auto& j : jobs)
+    ids.push_back(j.id);
+  return ids;
+}
+
+std::string where(int64_t id) {
+  return " FROM jobs WHERE id = " + std::to_string(id);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(lane_test)
+
+BOOST_AUTO_TEST_CASE(plain_due_jobs_are_claimed_in_batches_writing_no_job_row) {
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 5);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows WHERE ready_xid IS NOT NULL")
+             == 5);
+  auto before = s.text("SELECT string_agg(xmin::text, ',' ORDER BY id) FROM job_rows");
+  auto store = make_store(db, "w1");
+  auto claimed = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 5u);
+  for (auto& j : claimed) {
+    BOOST_TEST(j.batch_id > 0);
+    BOOST_TEST(j.batch_id == claimed.front().batch_id);
+    BOOST_TEST(j.attempt == 1);
+  }
+  BOOST_TEST(ids_of(claimed) == ids);
+  // The claim wrote one batch row and no job row...
+  BOOST_TEST(s.text("SELECT string_agg(xmin::text, ',' ORDER BY id) FROM job_rows")
+             == before);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches") == 1);
+  // ...and the view shows them running under this worker, first attempt.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+                      "AND locked_by = 'w1' AND locked_at IS NOT NULL "
+                      "AND attempt = 1")
+             == 5);
+  // Completions: one receipt row for the batch, still no job row written.
+  std::vector<aw::job_outcome> outcomes;
+  for (auto id : {ids[0], ids[1], ids[2]})
+    outcomes.push_back(outcome(claimed, id, outcome_kind::completed));
+  for (auto r : aw::test::results(store.finish(outcomes)))
+    BOOST_TEST((r == aw::finish_result::applied));
+  BOOST_TEST(s.text("SELECT string_agg(xmin::text, ',' ORDER BY id) FROM job_rows")
+             == before);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM batch_completions") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' "
+                      "AND finalized_at IS NOT NULL AND attempt = 1")
+             == 3);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'") == 2);
+  BOOST_TEST(s.check("SELECT closed_at IS NULL FROM claim_batches"));
+  // The last two: the batch closes.
+  store.finish({outcome(claimed, ids[3], outcome_kind::completed),
+                outcome(claimed, ids[4], outcome_kind::completed)});
+  BOOST_TEST(s.check("SELECT closed_at IS NOT NULL AND remaining = 0 "
+                     "FROM claim_batches"));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 5);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_lane_job_becomes_an_ordinary_row) {
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 3);
+  auto store = make_store(db, "w1");
+  auto claimed = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  auto results = aw::test::results(store.finish(
+    {outcome(claimed, ids[0], outcome_kind::retryable_failure, "boom"),
+     outcome(claimed, ids[1], outcome_kind::terminal_failure, "bad"),
+     outcome(claimed, ids[2], outcome_kind::completed)}));
+  for (auto r : results)
+    BOOST_TEST((r == aw::finish_result::applied));
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.text("SELECT state" + where(ids[0])) == "scheduled");
+  BOOST_TEST(s.scalar("SELECT attempt" + where(ids[0])) == 1);
+  BOOST_TEST(s.scalar("SELECT error_count" + where(ids[0])) == 1);
+  BOOST_TEST(s.text("SELECT last_error_message" + where(ids[0])) == "boom");
+  BOOST_TEST(s.check("SELECT ready_xid IS NULL FROM job_rows WHERE id = "
+                     + std::to_string(ids[0])));
+  BOOST_TEST(s.scalar("SELECT attempt FROM dead_letter_jobs WHERE "
+                      "original_job_id = "
+                      + std::to_string(ids[1]))
+             == 1);
+  BOOST_TEST(s.text("SELECT state" + where(ids[2])) == "completed");
+  BOOST_TEST(s.check("SELECT closed_at IS NOT NULL FROM claim_batches"));
+  // Its retry runs the row-per-state way, as the second attempt.
+  s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(ids[0]));
+  auto again = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(again.size(), 1u);
+  BOOST_TEST(again[0].id == ids[0]);
+  BOOST_TEST(again[0].batch_id == 0);
+  BOOST_TEST(again[0].attempt == 2);
+}
+
+BOOST_AUTO_TEST_CASE(an_enqueue_that_commits_late_is_never_skipped) {
+  aw::test::fresh_database db;
+  // A producer's transaction takes its id, then others commit after it.
+  auto slow = db.connect();
+  pqxx::work slow_tx{*slow};
+  aw::enqueue(slow_tx, "noop", nlohmann::json{{"who", "slow"}});
+  auto fast = enqueue_n(db, 3);
+  auto store = make_store(db, "w1");
+  // The fast jobs sort after the open transaction's: the fence holds them
+  // back instead of letting the cursor pass the slow one.
+  auto first = store.claim("default", 10);
+  BOOST_TEST(first.jobs.empty());
+  BOOST_TEST(first.more_soon);
+  slow_tx.commit();
+  auto all = store.claim("default", 10).jobs;
+  BOOST_TEST(all.size() == 4u);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'") == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_transaction_left_open_does_not_hold_a_lane_up) {
+  aw::test::fresh_database db;
+  // Someone else's transaction with an id stays open...
+  auto idle = db.connect();
+  pqxx::work idle_tx{*idle};
+  idle_tx.exec("SELECT pg_current_xact_id()");
+  auto ids = enqueue_n(db, 3);
+  auto store = make_store(db, "w1");
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
+  // ...longer than fence_wait (200 ms): the waiting jobs move to the
+  // row-per-state path and run anyway.
+  std::vector<aw::claimed_job> got;
+  aw::test::wait_until(
+    [&] {
+      for (auto& j : store.claim("default", 10).jobs)
+        got.push_back(j);
+      return got.size() >= 3;
+    },
+    10s);
+  BOOST_TEST(got.size() == 3u);
+  std::set<int64_t> claimed;
+  for (auto& j : got) {
+    claimed.insert(j.id);
+    BOOST_TEST(j.batch_id == 0);
+  }
+  BOOST_TEST(claimed == std::set<int64_t>(ids.begin(), ids.end()));
+  idle_tx.abort();
+}
+
+BOOST_AUTO_TEST_CASE(an_outcome_of_an_earlier_run_never_finalizes_a_later_one) {
+  // Oban #1496 and River #1302: the same process claims a job again after
+  // its first run was rescued; the first run's late outcome must not
+  // complete the second run.
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 1);
+  auto store = make_store(db, "w1");
+  auto first = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(first.size(), 1u);
+  aw::test::db_session s{db.url};
+  // The lease expires (the worker stalled) and the job is rescued.
+  s.exec("UPDATE claim_batches SET heartbeat_at = now() - interval '1 hour'");
+  auto rescued = store.rescue(100);
+  BOOST_REQUIRE_EQUAL(rescued.size(), 1u);
+  BOOST_TEST((rescued[0].reason == aw::rescue_reason::stale_heartbeat));
+  BOOST_TEST(s.text("SELECT state" + where(ids[0])) == "scheduled");
+  BOOST_TEST(s.scalar("SELECT error_count" + where(ids[0])) == 1);
+  // Due again, claimed again by the same worker.
+  s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(ids[0]));
+  auto second = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(second.size(), 1u);
+  BOOST_TEST(second[0].attempt == 2);
+  // The first run's late completion: stale.
+  BOOST_TEST((aw::test::results(store.finish(
+                {outcome(first, ids[0], outcome_kind::completed)}))
+              == std::vector<aw::finish_result>{aw::finish_result::stale}));
+  BOOST_TEST(s.text("SELECT state" + where(ids[0])) == "running");
+  // The second run's outcome applies.
+  BOOST_TEST((aw::test::results(store.finish(
+                {outcome(second, ids[0], outcome_kind::completed)}))
+              == std::vector<aw::finish_result>{aw::finish_result::applied}));
+  BOOST_TEST(s.text("SELECT state" + where(ids[0])) == "completed");
+  BOOST_TEST(s.scalar("SELECT attempt" + where(ids[0])) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(an_expired_batch_is_rescued_and_its_owner_outcomes_are_stale) {
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 4);
+  auto store = make_store(db, "w1");
+  auto claimed = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
+  store.finish({outcome(claimed, ids[0], outcome_kind::completed)});
+  aw::test::db_session s{db.url};
+  // The owner stops heartbeating; another node's rescue takes the batch.
+  s.exec("UPDATE claim_batches SET heartbeat_at = now() - interval '1 hour'");
+  auto other = make_store(db, "w2");
+  auto rescued = other.rescue(100);
+  BOOST_TEST(rescued.size() == 3u);
+  for (auto& r : rescued)
+    BOOST_TEST(contains(r.message, "stopped heartbeating"));
+  BOOST_TEST(s.text("SELECT state" + where(ids[0])) == "completed");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'scheduled' "
+                      "AND error_count = 1 AND attempt = 1")
+             == 3);
+  BOOST_TEST(s.check("SELECT closed_at IS NOT NULL FROM claim_batches"));
+  // Heartbeats of the owner no longer hold the batch.
+  auto alive = store.heartbeat({}, {claimed[0].batch_id});
+  BOOST_TEST(alive.batches.empty());
+  // The owner's late outcomes change nothing.
+  for (auto r : aw::test::results(
+         store.finish({outcome(claimed, ids[1], outcome_kind::completed),
+                       outcome(claimed, ids[2], outcome_kind::retryable_failure,
+                               "late")})))
+    BOOST_TEST((r == aw::finish_result::stale));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'scheduled' "
+                      "AND error_count = 1")
+             == 3);
+}
+
+BOOST_AUTO_TEST_CASE(release_puts_lane_jobs_back_charging_nothing) {
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 4);
+  auto store = make_store(db, "w1");
+  auto claimed = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
+  // Two never started (buffered), two started (drain expired).
+  BOOST_TEST(store.release({claimed[0], claimed[1]}, false) == 2);
+  BOOST_TEST(store.release({claimed[2], claimed[3]}, true) == 2);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+                      "AND error_count = 0 AND locked_by IS NULL")
+             == 4);
+  BOOST_TEST(s.scalar("SELECT attempt" + where(ids[0])) == 0);
+  BOOST_TEST(s.scalar("SELECT attempt" + where(ids[3])) == 1);
+  BOOST_TEST(s.check("SELECT closed_at IS NOT NULL FROM claim_batches"));
+  // Back on the lane: the next claim of any worker takes them.
+  auto again = make_store(db, "w2").claim("default", 10).jobs;
+  BOOST_TEST(again.size() == 4u);
+  for (auto& j : again)
+    BOOST_TEST(j.batch_id > claimed[0].batch_id);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE locked_by = 'w2'") == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_is_bounded_in_bytes_but_takes_at_least_one_job) {
+  aw::test::fresh_database db;
+  std::vector<aw::enqueue_request> requests(5);
+  for (auto& r : requests) {
+    r.kind = "noop";
+    r.args = {{"blob", std::string(10000, 'x')}};
+  }
+  {
+    auto conn = db.connect();
+    pqxx::work tx{*conn};
+    aw::enqueue_many(tx, requests);
+    tx.commit();
+  }
+  auto store = make_store(db, "w1");
+  auto two = store.claim("default", 10, 25000);
+  BOOST_TEST(two.jobs.size() == 2u);
+  BOOST_TEST(two.byte_bound);
+  auto one = store.claim("default", 10, 100);
+  BOOST_TEST(one.jobs.size() == 1u);
+  auto rest = store.claim("default", 10, 1 << 20);
+  BOOST_TEST(rest.jobs.size() == 2u);
+  BOOST_TEST(!rest.byte_bound);
+}
+
+BOOST_AUTO_TEST_CASE(plain_inserts_and_updates_through_the_view_route_jobs) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  // Due, plain: on a lane. Later, explicit state, ordering key, backdated:
+  // row-per-state.
+  s.exec("INSERT INTO jobs (id, kind) VALUES (1, 'noop')");
+  s.exec("INSERT INTO jobs (id, kind, run_at) VALUES (2, 'noop', now() + interval '1 hour')");
+  s.exec("INSERT INTO jobs (id, kind, state, run_at) VALUES "
+         "(3, 'noop', 'scheduled', now() + interval '1 hour')");
+  s.exec("INSERT INTO jobs (id, kind, ordering_key) VALUES (4, 'noop', 'k')");
+  s.exec("INSERT INTO jobs (id, kind, run_at) VALUES (5, 'noop', now() - interval '1 minute')");
+  BOOST_TEST(s.text("SELECT string_agg(id::text, ',' ORDER BY id) FROM job_rows "
+                    "WHERE ready_xid IS NOT NULL")
+             == "1");
+  // RETURNING works through the view.
+  s.exec("SELECT setval('jobs_id_seq', 100)");
+  BOOST_TEST(s.scalar("INSERT INTO jobs (kind) VALUES ('noop') RETURNING id") == 101);
+  // An UPDATE that makes a lane job unable to run as it is takes it off
+  // the lane; one that moves it to another queue gives it a fresh key.
+  s.exec("UPDATE jobs SET run_at = now() + interval '1 hour' WHERE id = 101");
+  BOOST_TEST(s.check("SELECT ready_xid IS NULL FROM job_rows WHERE id = 101"));
+  auto key = s.text("SELECT ready_xid::text FROM job_rows WHERE id = 1");
+  s.exec("UPDATE jobs SET queue = 'other' WHERE id = 1");
+  BOOST_TEST(s.text("SELECT ready_xid::text FROM job_rows WHERE id = 1") != key);
+  BOOST_TEST(s.text("SELECT queue" + where(1)) == "other");
+  // Everything due is claimed, in priority then run_at order.
+  auto store = make_store(db, "w1");
+  BOOST_TEST(ids_of(store.claim("default", 10).jobs)
+             == (std::vector<int64_t>{5, 4}));
+  BOOST_TEST(ids_of(store.claim("other", 10).jobs) == (std::vector<int64_t>{1}));
+  // DELETE through the view.
+  s.exec("DELETE FROM jobs WHERE id = 3");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows WHERE id = 3") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(priorities_come_first_across_lanes_and_rows) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  s.exec("INSERT INTO jobs (id, kind, priority) VALUES (1, 'noop', 5), (2, 'noop', 0)");
+  s.exec("INSERT INTO jobs (id, kind, priority, run_at) VALUES "
+         "(3, 'noop', -1, now() - interval '1 second'), "
+         "(4, 'noop', 5, now() - interval '1 second')");
+  s.exec("INSERT INTO jobs (id, kind, priority) VALUES (5, 'noop', -1)");
+  auto store = make_store(db, "w1");
+  // Priority -1: the row-per-state job, then the lane; then 0; then 5.
+  BOOST_TEST(ids_of(store.claim("default", 10).jobs)
+             == (std::vector<int64_t>{3, 5, 2, 4, 1}));
+}
+
+BOOST_AUTO_TEST_CASE(retention_deletes_closed_batches_and_their_completed_jobs) {
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 3);
+  auto store = make_store(db, "w1", 1h);
+  auto claimed = store.claim("default", 10).jobs;
+  std::vector<aw::job_outcome> outcomes;
+  for (auto& j : claimed)
+    outcomes.push_back(outcome(j, outcome_kind::completed));
+  store.finish(outcomes);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(store.delete_expired(100) == 0); // within the retention
+  s.exec("UPDATE claim_batches SET closed_at = now() - interval '2 hours'");
+  BOOST_TEST(store.delete_expired(100) == 3);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM batch_completions") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(zero_retention_deletes_lane_jobs_at_completion) {
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 3);
+  auto store = make_store(db, "w1", 0ms);
+  auto claimed = store.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  store.finish({outcome(claimed, ids[0], outcome_kind::completed),
+                outcome(claimed, ids[1], outcome_kind::completed)});
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows") == 1);
+  BOOST_TEST(s.text("SELECT state" + where(ids[2])) == "running");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM batch_completions") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(two_workers_claiming_one_lane_never_share_a_job) {
+  aw::test::fresh_database db;
+  const int n = 3000;
+  enqueue_n(db, n);
+  auto a = make_store(db, "worker-a");
+  auto b = make_store(db, "worker-b");
+  std::vector<int64_t> got_a, got_b;
+  auto run = [](job_store& store, std::vector<int64_t>& out) {
+    for (int empty = 0; empty < 3;) {
+      auto got = store.claim("default", 97).jobs;
+      if (got.empty()) {
+        ++empty;
+        std::this_thread::sleep_for(5ms);
+      }
+      for (auto& j : got)
+        out.push_back(j.id);
+    }
+  };
+  std::thread ta{run, std::ref(a), std::ref(got_a)};
+  std::thread tb{run, std::ref(b), std::ref(got_b)};
+  ta.join();
+  tb.join();
+  std::set<int64_t> all(got_a.begin(), got_a.end());
+  all.insert(got_b.begin(), got_b.end());
+  BOOST_TEST(all.size() == static_cast<size_t>(n));
+  BOOST_TEST(got_a.size() + got_b.size() == static_cast<size_t>(n));
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+                      "AND attempt = 1")
+             == n);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE locked_by = 'worker-a'")
+             == static_cast<int64_t>(got_a.size()));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
