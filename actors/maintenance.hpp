@@ -1,7 +1,11 @@
 #pragma once
-// Maintenance: deletes completed and cancelled rows past their retention,
-// every maintenance_interval, in batches (a full batch goes again at once).
-// The lease keeper's rescues join it in a later issue.
+// Maintenance: every maintenance_interval it deletes completed and
+// cancelled rows past their retention, in batches (a full batch goes again
+// at once), then vacuums the queue tables whose dead tuples passed their
+// bound (config/defaults.hpp): keeping the hot tables healthy is the
+// runtime's job, not the operator's. It works over a storage actor (a
+// connection) of its own, so a long vacuum never delays claims or
+// heartbeats.
 
 #include <chrono>
 

@@ -230,7 +230,13 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
   --st.claims_in_flight;
   st.claiming_rows -= limit;
   st.claiming_bytes -= budget;
-  st.claim_time += self->clock().now() - st.claim_sent_at;
+  {
+    auto rtt = self->clock().now() - st.claim_sent_at;
+    st.claim_time += rtt;
+    if (st.claim_rtts.size() < 100000)
+      st.claim_rtts.push_back(
+        std::chrono::duration_cast<std::chrono::microseconds>(rtt).count());
+  }
   if (st.claim_backoff.failures() > 0)
     spdlog::info("poller[{}]: claiming again after {} failed attempt(s)",
                  st.cfg.queue, st.claim_backoff.failures());
@@ -417,6 +423,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       st.running_bytes -= i->second.bytes;
       st.idle_executors.push_back(i->second.executor);
       if (record) {
+        ++st.handlers_run;
         // Outcomes go to storage in batches: one message per flush of the
         // mailbox, not one per job.
         auto& box = st.outbox[static_cast<size_t>(id) % st.outbox.size()];
@@ -482,9 +489,10 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       using std::chrono::duration_cast;
       using std::chrono::milliseconds;
       if (st.claims > 0)
-        spdlog::info("poller[{}]: {} claim(s) took {} job(s), {:.2f} ms per "
-                     "claim; handlers waited {} ms for claims",
-                     st.cfg.queue, st.claims, st.claimed,
+        spdlog::info("poller[{}]: {} handler(s) ran; {} claim(s) took {} "
+                     "job(s), {:.2f} ms per claim; handlers waited {} ms for "
+                     "claims",
+                     st.cfg.queue, st.handlers_run, st.claims, st.claimed,
                      duration_cast<std::chrono::microseconds>(st.claim_time)
                          .count()
                        / 1000.0 / static_cast<double>(st.claims),
@@ -511,13 +519,27 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
     },
     [self](report_atom) {
       auto& st = self->state;
-      if (st.completed + st.failed + st.stale > 0)
+      if (st.completed + st.failed + st.stale > 0) {
+        // Claim round trips of the interval: p50 and p99 (ms).
+        auto pct = [&](double q) {
+          if (st.claim_rtts.empty())
+            return 0.0;
+          auto i = static_cast<size_t>(q * static_cast<double>(st.claim_rtts.size() - 1));
+          std::nth_element(st.claim_rtts.begin(), st.claim_rtts.begin() + static_cast<long>(i),
+                           st.claim_rtts.end());
+          return static_cast<double>(st.claim_rtts[i]) / 1000.0;
+        };
+        auto p50 = pct(0.5);
+        auto p99 = pct(0.99);
         spdlog::info("queue {}: {} completed, {} failed, {} no longer ours in "
-                     "the last {} s; {} running, {} buffered",
+                     "the last {} s; {} running, {} buffered; {} claim(s), "
+                     "round trip p50 {:.1f} ms, p99 {:.1f} ms",
                      st.cfg.queue, st.completed, st.failed, st.stale,
                      st.cfg.report_interval.count() / 1000, st.running.size(),
-                     st.buffer.size());
+                     st.buffer.size(), st.claim_rtts.size(), p50, p99);
+      }
       st.completed = st.failed = st.stale = 0;
+      st.claim_rtts.clear();
       if (st.phase == poller_phase::running)
         self->delayed_send(self, st.cfg.report_interval, report_atom::value);
     },

@@ -238,6 +238,12 @@ struct poller_state {
   uint64_t completed = 0;
   uint64_t failed = 0;
   uint64_t stale = 0;
+  /// Handlers that ran to an outcome (the exit log reports it: benchmarks
+  /// check every job ran exactly once).
+  uint64_t handlers_run = 0;
+  /// Round trips of the claims since the last activity report, in
+  /// microseconds (for its percentiles).
+  std::vector<int64_t> claim_rtts;
   /// Claim statements issued (for tests and the exit log).
   uint64_t claims = 0;
   /// Jobs claimed in total.

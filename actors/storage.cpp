@@ -121,7 +121,7 @@ void flush_one_by_one(storage_pointer self) {
   for (size_t i = 0; i < st.pending.size(); ++i) {
     try {
       try {
-        auto reports = st.store->finish({st.pending[i].outcome});
+        auto reports = st.store->finish({st.pending[i].outcome}, st.in_doubt);
         deliver(self, i, 1, reports);
       } catch (const std::exception& e) {
         if (storage::classify(e) == ec::database_unavailable)
@@ -154,7 +154,7 @@ void flush_pending(storage_pointer self) {
     batch.push_back(p.outcome);
   try {
     try {
-      auto reports = st.store->finish(batch);
+      auto reports = st.store->finish(batch, st.in_doubt);
       deliver(self, 0, batch.size(), reports);
     } catch (const std::exception& e) {
       if (storage::classify(e) == ec::database_unavailable || batch.size() < 2)
@@ -165,6 +165,7 @@ void flush_pending(storage_pointer self) {
       flush_one_by_one(self);
     }
     st.pending.clear();
+    st.in_doubt = false;
     if (st.flush_backoff.failures() > 0)
       spdlog::info("storage: recording outcomes again after {} failed "
                    "attempt(s)",
@@ -172,6 +173,7 @@ void flush_pending(storage_pointer self) {
     st.flush_backoff.reset();
   } catch (const std::exception& e) {
     if (storage::classify(e) == ec::database_unavailable) {
+      st.in_doubt = true;
       st.store->disconnect();
     } else if (st.pending.size() == 1) {
       // A single outcome the database rejects for good.
@@ -222,15 +224,18 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
         if (storage::job_store::fusable(batch)) {
           try {
             auto [reports, claimed] = st.store->finish_and_claim(
-              batch, queue, limit, max_bytes, default_deadline_ms);
+              batch, queue, limit, max_bytes, default_deadline_ms,
+              st.in_doubt);
             deliver(self, 0, batch.size(), reports);
             st.pending.clear();
+            st.in_doubt = false;
             *st.unrecorded = 0;
             st.flush_backoff.reset();
             return std::move(claimed);
           } catch (const std::exception& e) {
             auto err = storage::to_error(e, "recording outcomes and claiming");
             if (storage::classify(e) == ec::database_unavailable) {
+              st.in_doubt = true;
               st.store->disconnect();
               spdlog::error("storage: {}", render(err));
               return err; // the outcomes stay pending; flush retries them
@@ -308,6 +313,12 @@ storage_actor::behavior_type storage_behavior(storage_pointer self,
     [self](cleanup_atom) -> caf::result<int64_t> {
       return guarded(self, "deleting expired finished jobs", [&] {
         return self->state.store->delete_expired(defaults::cleanup_batch);
+      });
+    },
+    [self](vacuum_atom) -> caf::result<std::vector<std::string>> {
+      return guarded(self, "vacuuming the queue tables", [&] {
+        return self->state.store->vacuum(defaults::vacuum_min_dead,
+                                         defaults::vacuum_dead_share);
       });
     },
     [self](check_atom) -> caf::result<bool> {

@@ -50,6 +50,10 @@ struct storage_state {
   /// Their number, for the exit functor (which runs after the state is
   /// gone).
   std::shared_ptr<size_t> unrecorded = std::make_shared<size_t>(0);
+  /// An attempt to record the pending outcomes broke off with the
+  /// connection: it may have committed, so the next attempt must not count
+  /// twice what it recorded.
+  bool in_doubt = false;
   /// A flush message is on its way through the mailbox (or a retry timer).
   bool flush_scheduled = false;
   /// Backoff of failed flushes.

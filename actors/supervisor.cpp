@@ -63,7 +63,7 @@ void spawn_listener(supervisor_pointer self) {
 void spawn_maintenance(supervisor_pointer self) {
   auto& st = self->state;
   st.maintenance = self->spawn<caf::linked>(
-    maintenance_behavior, st.claimer, st.cfg.config.worker.maintenance_interval);
+    maintenance_behavior, st.janitor, st.cfg.config.worker.maintenance_interval);
 }
 
 /// Tells the lease keeper which pollers' jobs to keep alive.
@@ -118,6 +118,8 @@ std::string component_of(supervisor_pointer self, const caf::actor_addr& a) {
   for (auto& c : st.completers)
     if (a == c.address())
       return "storage";
+  if (a == st.janitor.address())
+    return "storage";
   return "";
 }
 
@@ -151,6 +153,8 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
     st.completers.push_back(self->spawn<caf::detached + caf::linked>(
       storage_behavior, opts, extras));
   st.claimer = st.completers.front();
+  st.janitor = self->spawn<caf::detached + caf::linked>(storage_behavior, opts,
+                                                        extras);
   // Every component is linked: when the supervisor quits, they all do.
   // Their exits come here instead of killing the supervisor.
   self->set_exit_handler([self](caf::exit_msg& em) {

@@ -48,6 +48,8 @@ struct supervisor_state {
   /// The storage actors (database.pool_size): claims and outcomes, in
   /// parallel.
   std::vector<storage_actor> completers;
+  /// Maintenance's connection: cleanup and vacuum.
+  storage_actor janitor;
   std::map<std::string, poller_actor> pollers;
   listener_actor listener;
   maintenance_actor maintenance;

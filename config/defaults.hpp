@@ -36,8 +36,17 @@ constexpr std::chrono::milliseconds shutdown_drain = 2s;
 /// Completed rows are kept a day for inspection, then deleted.
 constexpr std::chrono::milliseconds completed_retention = 24h;
 
-/// How often maintenance deletes expired completed rows.
-constexpr std::chrono::milliseconds maintenance_interval = 30s;
+/// How often maintenance deletes expired finished rows and checks the
+/// queue tables' dead tuples.
+constexpr std::chrono::milliseconds maintenance_interval = 10s;
+
+/// Maintenance vacuums a queue table once its dead tuples pass both bounds:
+/// a count, and a share of its live rows. Autovacuum's own trigger (20% of
+/// the table, checked at most once a minute) lets a busy queue table pile
+/// up dead tuples for minutes; these keep the tables small. The claim path
+/// itself reads no dead tuples (lanes are read from their cursor on).
+constexpr int64_t vacuum_min_dead = 5000;
+constexpr double vacuum_dead_share = 0.05;
 
 /// Rows deleted per maintenance statement, so one round never holds locks
 /// on a huge set.

@@ -72,6 +72,9 @@ using storage_actor = caf::typed_actor<
   caf::replies_to<release_atom, std::vector<held_job>, bool>::with<int64_t>,
   // Deletes finished jobs past their retention; replies with the count.
   caf::replies_to<cleanup_atom>::with<int64_t>,
+  // Vacuums the queue tables whose dead tuples passed their bound; replies
+  // with the tables vacuumed.
+  caf::replies_to<vacuum_atom>::with<std::vector<std::string>>,
   // Verifies every table and column the runtime's queries use.
   caf::replies_to<check_atom>::with<bool>,
   // Refreshes the leases of these running jobs (row-per-state) and lane
@@ -130,7 +133,8 @@ using poll_gate_actor = caf::typed_actor<
   // A poller gives its permit back (it found work, or stops).
   caf::reacts_to<giveback_atom, poller_actor>>;
 
-/// Deletes finished jobs past their retention on a timer.
+/// Deletes finished jobs past their retention and keeps the queue tables
+/// vacuumed, on a timer, over a connection of its own.
 using maintenance_actor = caf::typed_actor<
   // internal: time for the next round.
   caf::reacts_to<tick_atom>>;

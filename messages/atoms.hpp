@@ -65,5 +65,7 @@ using abandon_atom = caf::atom_constant<caf::atom("abandon")>;
 using timer_atom = caf::atom_constant<caf::atom("timer")>;
 /// Run this job (poller -> executor).
 using run_atom = caf::atom_constant<caf::atom("run")>;
+/// Vacuum the queue tables whose dead tuples passed their bound.
+using vacuum_atom = caf::atom_constant<caf::atom("vacuum")>;
 
 } // namespace aw

@@ -488,9 +488,11 @@ BEGIN
       END IF;
     END IF;
 
-    -- Due rows of this lane that wait behind an open transaction.
+    -- Due rows of this lane that wait behind an open transaction. (The
+    -- same fence as the scan's: a newer one could pass over rows that
+    -- became claimable after the scan, and the claim would then report
+    -- neither jobs nor a reason to come back soon.)
     IF v_want > 0 AND v_bytes < p_max_bytes THEN
-      v_fence := pg_snapshot_xmin(pg_current_snapshot());
       PERFORM 1 FROM job_rows AS r
        WHERE r.queue = p_queue AND r.priority = v_prio
          AND r.ready_xid IS NOT NULL AND r.ready_xid >= v_fence
@@ -543,41 +545,56 @@ $$;
 -- Any other outcome first turns the job into an ordinary running row (the
 -- attempt counted, locked by p_worker), on which the caller then records it
 -- the row-per-state way. A batch whose jobs are all finished is closed.
--- Returns the batches that were still p_worker's. (Each statement works on
--- one batch, by primary key: joined with the arrays, the planner would
--- hash whole tables.)
+-- p_in_doubt: these outcomes were sent before, and that commit may have
+-- happened (the connection broke before its answer): what is recorded
+-- already is neither recorded nor counted again. A batch counts only the
+-- jobs this call finished, so a batch never closes while one of its jobs
+-- is unfinished (a closed batch's unfinished job would look running
+-- forever). Returns the batches that were still p_worker's. (Each
+-- statement works on one batch, by primary key: joined with the arrays,
+-- the planner would hash whole tables.)
 CREATE FUNCTION actor_worker_finish_lane(
   p_worker text, p_jobs bigint[], p_batches bigint[], p_done boolean[],
-  p_delete boolean)
+  p_delete boolean, p_in_doubt boolean DEFAULT false)
 RETURNS SETOF bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   v_batch  bigint;
-  v_n      integer;
   v_done   bigint[];
   v_failed bigint[];
+  v_rows   bigint;
+  v_count  bigint;
   b        claim_batches;
 BEGIN
-  FOR v_batch, v_n, v_done, v_failed IN
-    SELECT o.b, count(*)::integer,
-           array_agg(o.j) FILTER (WHERE o.done),
+  FOR v_batch, v_done, v_failed IN
+    SELECT o.b, array_agg(o.j) FILTER (WHERE o.done),
            array_agg(o.j) FILTER (WHERE NOT o.done)
       FROM unnest(p_jobs, p_batches, p_done) AS o(j, b, done)
      GROUP BY o.b
   LOOP
-    UPDATE claim_batches AS cb
-       SET remaining = cb.remaining - v_n,
-           closed_at = CASE WHEN cb.remaining - v_n <= 0 THEN now() END
+    SELECT * INTO b FROM claim_batches AS cb
      WHERE cb.id = v_batch AND cb.worker = p_worker AND cb.closed_at IS NULL
-    RETURNING cb.* INTO b;
+       FOR UPDATE;
     CONTINUE WHEN NOT FOUND;
+    v_count := 0;
     IF v_done IS NOT NULL THEN
       IF p_delete THEN
         DELETE FROM job_rows AS r
          WHERE r.id = ANY (v_done) AND r.ready_xid IS NOT NULL
            AND r.state = 'available';
+        GET DIAGNOSTICS v_rows = ROW_COUNT;
+        v_count := v_count + v_rows;
       ELSE
-        INSERT INTO batch_completions (batch_id, ids) VALUES (v_batch, v_done);
+        IF p_in_doubt THEN
+          SELECT array_agg(d) INTO v_done FROM unnest(v_done) AS d
+           WHERE NOT EXISTS (SELECT 1 FROM batch_completions AS c
+                              WHERE c.batch_id = v_batch AND d = ANY (c.ids));
+        END IF;
+        IF v_done IS NOT NULL THEN
+          INSERT INTO batch_completions (batch_id, ids)
+          VALUES (v_batch, v_done);
+          v_count := v_count + cardinality(v_done);
+        END IF;
       END IF;
     END IF;
     IF v_failed IS NOT NULL THEN
@@ -589,6 +606,14 @@ BEGIN
          AND r.queue = b.queue AND r.priority = b.priority
          AND (r.ready_xid, r.id) > (b.lo_xid, b.lo_id)
          AND (r.ready_xid, r.id) <= (b.hi_xid, b.hi_id);
+      GET DIAGNOSTICS v_rows = ROW_COUNT;
+      v_count := v_count + v_rows;
+    END IF;
+    IF v_count > 0 THEN
+      UPDATE claim_batches AS cb
+         SET remaining = cb.remaining - v_count,
+             closed_at = CASE WHEN cb.remaining - v_count <= 0 THEN now() END
+       WHERE cb.id = v_batch;
     END IF;
     RETURN NEXT v_batch;
   END LOOP;
@@ -617,11 +642,9 @@ BEGIN
       FROM unnest(p_jobs, p_batches) AS o(j, b)
      GROUP BY o.b
   LOOP
-    UPDATE claim_batches AS cb
-       SET remaining = cb.remaining - v_n,
-           closed_at = CASE WHEN cb.remaining - v_n <= 0 THEN now() END
+    SELECT * INTO b FROM claim_batches AS cb
      WHERE cb.id = v_batch AND cb.worker = p_worker AND cb.closed_at IS NULL
-    RETURNING cb.* INTO b;
+       FOR UPDATE;
     CONTINUE WHEN NOT FOUND;
     UPDATE job_rows AS r
        SET ready_xid = pg_current_xact_id(),
@@ -633,6 +656,11 @@ BEGIN
        AND (r.ready_xid, r.id) <= (b.hi_xid, b.hi_id);
     GET DIAGNOSTICS v_count = ROW_COUNT;
     IF v_count > 0 THEN
+      -- Counted by what moved: a batch closes only when nothing is left.
+      UPDATE claim_batches AS cb
+         SET remaining = cb.remaining - v_count,
+             closed_at = CASE WHEN cb.remaining - v_count <= 0 THEN now() END
+       WHERE cb.id = v_batch;
       PERFORM pg_notify('actor_worker_jobs', b.queue);
     END IF;
     v_released := v_released + v_count;
@@ -714,6 +742,20 @@ BEGIN
        AND (r.ready_xid, r.id) <= (b.hi_xid, b.hi_id);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_deleted := v_deleted + v_n;
+    -- A safety net: a closed batch has no unfinished job on its lane. If
+    -- one were left, deleting the batch would leave it behind the cursor,
+    -- never claimed; put it back on its lane instead (it runs again). Only
+    -- a batch whose receipts do not cover it all needs the look.
+    IF v_n < b.size THEN
+      UPDATE job_rows AS r SET ready_xid = pg_current_xact_id()
+       WHERE r.id IN (SELECT x.id FROM actor_worker_batch_rows(b) AS x
+                       WHERE x.state = 'available')
+         AND r.ready_xid IS NOT NULL AND r.state = 'available';
+      GET DIAGNOSTICS v_n = ROW_COUNT;
+      IF v_n > 0 THEN
+        RAISE WARNING 'actor-worker: % job(s) of closed batch % put back', v_n, b.id;
+      END IF;
+    END IF;
     DELETE FROM batch_completions WHERE batch_id = b.id;
     DELETE FROM claim_batches WHERE id = b.id;
   END LOOP;
@@ -729,7 +771,8 @@ $$;
 CREATE FUNCTION actor_worker_finish_and_claim(
   p_worker text, p_jobs bigint[], p_batches bigint[], p_delete boolean,
   p_queue text, p_limit integer, p_max_bytes bigint,
-  p_default_deadline_ms bigint, p_observed text[], p_fence_wait_ms integer)
+  p_default_deadline_ms bigint, p_observed text[], p_fence_wait_ms integer,
+  p_in_doubt boolean DEFAULT false)
 RETURNS TABLE (batch_id bigint, id bigint, kind text, args text,
                priority integer, attempt integer, error_count integer,
                max_attempts integer, metadata text, deadline_ms bigint,
@@ -743,7 +786,8 @@ BEGIN
            NULL::bigint, NULL::text
       FROM actor_worker_finish_lane(
              p_worker, p_jobs, p_batches,
-             array_fill(true, ARRAY[cardinality(p_jobs)]), p_delete) AS o;
+             array_fill(true, ARRAY[cardinality(p_jobs)]), p_delete,
+             p_in_doubt) AS o;
   END IF;
   RETURN QUERY
   SELECT * FROM actor_worker_claim(p_queue, p_worker, p_limit, p_max_bytes,

@@ -37,13 +37,14 @@ constexpr const char* finish_and_claim_sql = R"sql(
 SELECT batch_id, id, kind, args, priority, attempt, error_count,
        max_attempts, metadata, deadline_ms, event_row
   FROM actor_worker_finish_and_claim($1, $2::bigint[], $3::bigint[], $4, $5,
-                                     $6, $7, $8, $9::text[], $10)
+                                     $6, $7, $8, $9::text[], $10, $11)
 )sql";
 
 // Lane outcomes: completions become one receipt per batch, other outcomes
 // turn their job into an ordinary running row recorded below.
 constexpr const char* finish_lane_sql = R"sql(
-SELECT actor_worker_finish_lane($1, $2::bigint[], $3::bigint[], $4::boolean[], $5)
+SELECT actor_worker_finish_lane($1, $2::bigint[], $3::bigint[], $4::boolean[], $5,
+                                $6)
 )sql";
 
 // The jobs of a lane batch claimed above, read after its claim committed.
@@ -276,6 +277,14 @@ SELECT d.id, d.kind, d.rescue_reason, true, d.rescue_message, b.row
  ORDER BY 1
 )sql";
 
+// The queue tables' dead tuples (statistics, updated within a second or so).
+constexpr const char* dead_tuples_sql = R"sql(
+SELECT relname, n_dead_tup, n_live_tup FROM pg_stat_user_tables
+ WHERE schemaname = current_schema()
+   AND relname IN ('job_rows', 'claim_batches', 'batch_completions',
+                   'claim_cursors')
+)sql";
+
 constexpr const char* cleanup_sql = R"sql(
 DELETE FROM job_rows WHERE id IN (
   SELECT id FROM job_rows
@@ -408,6 +417,7 @@ void job_store::connect() {
   conn->prepare("aw_release", release_sql);
   conn->prepare("aw_release_lane", release_lane_sql);
   conn->prepare("aw_cleanup", cleanup_sql);
+  conn->prepare("aw_dead_tuples", dead_tuples_sql);
   conn->prepare("aw_cleanup_lanes", cleanup_lanes_sql);
   conn->prepare("aw_heartbeat", heartbeat_sql);
   conn->prepare("aw_heartbeat_batches", heartbeat_batches_sql);
@@ -544,7 +554,8 @@ bool job_store::fusable(const std::vector<job_outcome>& outcomes) {
 std::pair<std::vector<finish_report>, claim_result>
 job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
                             const std::string& queue, int limit,
-                            int64_t max_bytes, int64_t default_deadline_ms) {
+                            int64_t max_bytes, int64_t default_deadline_ms,
+                            bool in_doubt) {
   connect();
   std::vector<int64_t> jobs;
   std::vector<int64_t> batches;
@@ -561,7 +572,7 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
       "aw_finish_and_claim", opts_.worker_id, to_array_literal(jobs),
       to_array_literal(batches), opts_.completed_retention.count() == 0, queue,
       limit, max_bytes, default_deadline_ms, observed_kinds_,
-      static_cast<int64_t>(opts_.fence_wait.count()));
+      static_cast<int64_t>(opts_.fence_wait.count()), in_doubt);
   }
   std::unordered_set<int64_t> owned;
   auto claimed = read_batches(std::move(rows), queue, default_deadline_ms,
@@ -574,7 +585,7 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
 }
 
 std::vector<finish_report>
-job_store::finish(const std::vector<job_outcome>& outcomes) {
+job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
   connect();
   std::vector<finish_report> reports(outcomes.size());
   auto fire = [&](size_t i, event_type type, std::string json) {
@@ -626,7 +637,8 @@ job_store::finish(const std::vector<job_outcome>& outcomes) {
     auto rows = tx->exec_prepared("aw_finish_lane", opts_.worker_id,
                                   to_array_literal(lane_jobs),
                                   to_array_literal(lane_batches),
-                                  to_array_literal(lane_done), deleting);
+                                  to_array_literal(lane_done), deleting,
+                                  in_doubt);
     std::unordered_set<int64_t> owned;
     for (const auto& row : rows)
       owned.insert(row[0].as<int64_t>());
@@ -871,6 +883,28 @@ int64_t job_store::delete_expired(int batch) {
   deleted += lanes.empty() ? 0 : lanes[0][0].as<int64_t>();
   tx.commit();
   return deleted;
+}
+
+std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {
+  connect();
+  std::vector<std::string> due;
+  {
+    pqxx::nontransaction tx(*conn_, "aw_dead_tuples");
+    for (const auto& row : tx.exec_prepared("aw_dead_tuples")) {
+      auto dead = row[1].as<int64_t>();
+      auto live = row[2].as<int64_t>();
+      if (dead >= min_dead
+          && static_cast<double>(dead) >= share * static_cast<double>(live))
+        due.push_back(row[0].as<std::string>());
+    }
+  }
+  // The names come from the fixed list above, never from input. VACUUM
+  // cannot run inside a transaction block.
+  for (auto& table : due) {
+    pqxx::nontransaction tx(*conn_, "aw_vacuum");
+    tx.exec("VACUUM " + conn_->quote_name(table));
+  }
+  return due;
 }
 
 } // namespace aw::storage

@@ -102,11 +102,12 @@ public:
   static bool fusable(const std::vector<job_outcome>& outcomes);
 
   /// finish() and claim() in one statement: one round trip and one commit
-  /// for the hot loop. Only for fusable() outcomes.
+  /// for the hot loop. Only for fusable() outcomes. `in_doubt` as for
+  /// finish().
   std::pair<std::vector<finish_report>, claim_result>
   finish_and_claim(const std::vector<job_outcome>& outcomes,
                    const std::string& queue, int limit, int64_t max_bytes,
-                   int64_t default_deadline_ms);
+                   int64_t default_deadline_ms, bool in_doubt = false);
 
   /// Refreshes the leases of running row-per-state jobs and of open lane
   /// batches (one statement each); reports those still ours.
@@ -121,8 +122,12 @@ public:
 
   /// Applies many outcomes in one transaction, with their follow-ups.
   /// Lane completions are one statement per flush. Returns one report per
-  /// outcome, in order.
-  std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes);
+  /// outcome, in order. `in_doubt`: these outcomes were sent before and
+  /// the connection broke before the answer, so that commit may have
+  /// happened; lane completions already recorded are not counted twice.
+  /// (Row-per-state outcomes need no care: each is guarded by its run.)
+  std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes,
+                                    bool in_doubt = false);
 
   /// Kinds whose transitions someone observes (hooks or follow-ups): only
   /// for those do claims and completions return the row.
@@ -149,6 +154,11 @@ public:
   /// Deletes up to about `batch` finished rows whose retention passed.
   /// Returns how many.
   int64_t delete_expired(int batch);
+
+  /// Vacuums each queue table (job_rows, claim_batches, batch_completions,
+  /// claim_cursors) whose dead tuples passed `min_dead` and `share` of its
+  /// live rows. Returns the tables vacuumed.
+  std::vector<std::string> vacuum(int64_t min_dead, double share);
 
   /// The connection, for the schema check. Connects first.
   pqxx::connection_base& connection();

@@ -149,6 +149,10 @@ inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
       BOOST_FAIL("the poller must not ask for cleanup");
       return 0;
     },
+    [=](vacuum_atom) -> std::vector<std::string> {
+      BOOST_FAIL("the poller must not vacuum");
+      return {};
+    },
     [=](check_atom) -> bool {
       BOOST_FAIL("the poller must not run the schema check");
       return false;

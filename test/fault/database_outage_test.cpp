@@ -40,7 +40,18 @@ void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
   BOOST_REQUIRE_MESSAGE(
     done, "not every job completed; states: "
             << (done ? "" : db.describe("SELECT string_agg(state || ' ' || n, ', ') FROM "
-                                        "(SELECT state, count(*) AS n FROM jobs GROUP BY state) s")));
+                                        "(SELECT state, count(*) AS n FROM jobs GROUP BY state) s")
+                          + "; unfinished: "
+                          + db.describe("SELECT string_agg(format('%s %s attempt %s by %s "
+                                        "(lane %s)', id, state, attempt, locked_by, "
+                                        "(SELECT r.ready_xid FROM job_rows r WHERE r.id = j.id)), "
+                                        "'; ') FROM (SELECT * FROM jobs WHERE state <> "
+                                        "'completed' LIMIT 5) j")
+                          + "; open batches: "
+                          + db.describe("SELECT string_agg(format('%s of %s, %s left, "
+                                        "heartbeat %s', id, worker, remaining, "
+                                        "heartbeat_at), '; ') FROM claim_batches "
+                                        "WHERE closed_at IS NULL")));
   // Both workers rode it out, and said so at ERROR.
   BOOST_TEST(a->running());
   BOOST_TEST(b->running());

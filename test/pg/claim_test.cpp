@@ -80,19 +80,19 @@ BOOST_AUTO_TEST_CASE(claim_order_is_priority_then_run_at_then_id) {
   const std::vector<int64_t> expected{102, 106, 103, 104, 101, 105};
   auto store = make_store(db, "w1");
   // In one claim, returned in claim order.
-  auto all = store.claim("default", 10).jobs;
+  auto all = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_TEST(ids_of(all) == expected);
   BOOST_TEST(all.front().priority == -5);
   BOOST_TEST(store.release(all, false) == 6);
   // One at a time, the selection itself follows the same order.
   std::vector<int64_t> one_by_one;
   for (int i = 0; i < 6; ++i) {
-    auto got = store.claim("default", 1).jobs;
+    auto got = aw::test::claim_settled(store, "default", 1).jobs;
     BOOST_REQUIRE_EQUAL(got.size(), 1u);
     one_by_one.push_back(got.front().id);
   }
   BOOST_TEST(one_by_one == expected);
-  BOOST_TEST(store.claim("default", 1).jobs.empty());
+  BOOST_TEST(aw::test::claim_settled(store, "default", 1).jobs.empty());
 }
 
 BOOST_AUTO_TEST_CASE(claim_never_returns_more_than_the_limit) {
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(claim_never_returns_more_than_the_limit) {
   std::vector<size_t> sizes;
   std::set<int64_t> claimed;
   for (int i = 0; i < 4; ++i) {
-    auto got = store.claim("default", 3).jobs;
+    auto got = aw::test::claim_settled(store, "default", 3).jobs;
     sizes.push_back(got.size());
     for (auto& j : got) {
       BOOST_TEST(claimed.insert(j.id).second);
@@ -130,22 +130,22 @@ BOOST_AUTO_TEST_CASE(scheduled_jobs_are_not_claimed_until_due) {
     tx.commit();
   }
   auto store = make_store(db, "w1");
-  BOOST_TEST(store.claim("default", 10).jobs.empty());
+  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.empty());
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state" + row_where(id)) == "scheduled");
   BOOST_TEST(s.scalar("SELECT attempt" + row_where(id)) == 0);
   // Once its run_at passes, a scheduled job (e.g. a retry) is claimable.
   s.exec("UPDATE jobs SET run_at = now() - interval '1 second'");
-  BOOST_TEST(ids_of(store.claim("default", 10).jobs) == std::vector<int64_t>{id});
+  BOOST_TEST(ids_of(aw::test::claim_settled(store, "default", 10).jobs) == std::vector<int64_t>{id});
 }
 
 BOOST_AUTO_TEST_CASE(jobs_of_other_queues_are_not_claimed) {
   aw::test::fresh_database db;
   auto other = enqueue_n(db, 2, "other");
   auto store = make_store(db, "w1");
-  BOOST_TEST(store.claim("default", 10).jobs.empty());
+  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.empty());
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'available'") == 2);
-  auto got = store.claim("other", 10).jobs;
+  auto got = aw::test::claim_settled(store, "other", 10).jobs;
   BOOST_TEST(ids_of(got) == other);
   for (auto& j : got)
     BOOST_TEST(j.queue == "other");
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(concurrent_claims_of_two_workers_never_share_a_job) {
       while (ready.load() < 2)
         std::this_thread::yield();
       for (;;) {
-        auto got = store.claim("default", 7).jobs;
+        auto got = aw::test::claim_settled(store, "default", 7).jobs;
         if (got.empty())
           return;
         for (auto& j : got)
@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(finish_completed_marks_the_row_completed) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 1);
   auto store = make_store(db, "w1", 1h);
-  auto claimed = store.claim("default", 1).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 1).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
   auto results = aw::test::results(store.finish(
     {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed)}));
@@ -230,7 +230,7 @@ BOOST_AUTO_TEST_CASE(finish_completed_with_zero_retention_deletes_the_row) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 0ms);
-  auto claimed = store.claim("default", 2).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 2).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
   auto results = aw::test::results(store.finish(
     {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed),
@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(finish_applies_a_mixed_batch_and_answers_in_order) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
-  auto claimed = store.claim("default", 3).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 3).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   auto results = aw::test::results(store.finish(
     {aw::test::outcome(claimed, ids[2], aw::outcome_kind::terminal_failure, "bad"),
@@ -273,7 +273,7 @@ BOOST_AUTO_TEST_CASE(stale_outcome_of_a_released_job_changes_nothing) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
-  auto claimed = store.claim("default", 3).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 3).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   BOOST_TEST(store.release(claimed) == 3);
   auto results = aw::test::results(store.finish(
@@ -298,7 +298,7 @@ BOOST_AUTO_TEST_CASE(outcome_from_a_worker_that_does_not_hold_the_job_is_stale) 
   auto ids = enqueue_n(db, 1);
   auto owner = make_store(db, "owner", 1h);
   auto intruder = make_store(db, "intruder", 1h);
-  auto claimed = owner.claim("default", 1).jobs;
+  auto claimed = aw::test::claim_settled(owner, "default", 1).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
   BOOST_TEST((aw::test::results(intruder.finish(
                 {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed)}))
@@ -319,7 +319,7 @@ BOOST_AUTO_TEST_CASE(release_returns_running_jobs_to_available_without_charge) {
   // One job already failed twice before this run.
   db.exec("UPDATE jobs SET error_count = 2 WHERE id = " + std::to_string(ids[1]));
   auto store = make_store(db, "w1");
-  auto claimed = store.claim("default", 3).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 3).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   BOOST_TEST(store.release(claimed, false) == 3);
   aw::test::db_session s{db.url};
@@ -330,7 +330,7 @@ BOOST_AUTO_TEST_CASE(release_returns_running_jobs_to_available_without_charge) {
   BOOST_TEST(s.scalar("SELECT error_count" + row_where(ids[1])) == 2);
   BOOST_TEST(s.scalar("SELECT error_count" + row_where(ids[2])) == 0);
   // Released jobs can be claimed again at once.
-  BOOST_TEST(store.claim("default", 10).jobs.size() == 4u);
+  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.size() == 4u);
   BOOST_TEST(store.release(std::vector<aw::held_job>{}) == 0);
 }
 

@@ -270,7 +270,7 @@ BOOST_AUTO_TEST_CASE(dlq_list_json_prints_dead_letter_rows_newest_first) {
     opts.url = db.url;
     opts.worker_id = "cli-test";
     aw::storage::job_store store{opts};
-    auto claimed = store.claim("default", 2).jobs;
+    auto claimed = aw::test::claim_settled(store, "default", 2).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
     store.finish({aw::test::outcome(claimed, first,
                                     aw::outcome_kind::terminal_failure,

@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(plain_due_jobs_are_claimed_in_batches_writing_no_job_row) {
              == 5);
   auto before = s.text("SELECT string_agg(xmin::text, ',' ORDER BY id) FROM job_rows");
   auto store = make_store(db, "w1");
-  auto claimed = store.claim("default", 10).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 5u);
   for (auto& j : claimed) {
     BOOST_TEST(j.batch_id > 0);
@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(a_failing_lane_job_becomes_an_ordinary_row) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1");
-  auto claimed = store.claim("default", 10).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   auto results = aw::test::results(store.finish(
     {outcome(claimed, ids[0], outcome_kind::retryable_failure, "boom"),
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(a_failing_lane_job_becomes_an_ordinary_row) {
   BOOST_TEST(s.check("SELECT closed_at IS NOT NULL FROM claim_batches"));
   // Its retry runs the row-per-state way, as the second attempt.
   s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(ids[0]));
-  auto again = store.claim("default", 10).jobs;
+  auto again = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(again.size(), 1u);
   BOOST_TEST(again[0].id == ids[0]);
   BOOST_TEST(again[0].batch_id == 0);
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(an_enqueue_that_commits_late_is_never_skipped) {
   BOOST_TEST(first.jobs.empty());
   BOOST_TEST(first.more_soon);
   slow_tx.commit();
-  auto all = store.claim("default", 10).jobs;
+  auto all = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_TEST(all.size() == 4u);
   aw::test::db_session s{db.url};
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'") == 4);
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(an_outcome_of_an_earlier_run_never_finalizes_a_later_one) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 1);
   auto store = make_store(db, "w1");
-  auto first = store.claim("default", 10).jobs;
+  auto first = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(first.size(), 1u);
   aw::test::db_session s{db.url};
   // The lease expires (the worker stalled) and the job is rescued.
@@ -218,7 +218,7 @@ BOOST_AUTO_TEST_CASE(an_outcome_of_an_earlier_run_never_finalizes_a_later_one) {
   BOOST_TEST(s.scalar("SELECT error_count" + where(ids[0])) == 1);
   // Due again, claimed again by the same worker.
   s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(ids[0]));
-  auto second = store.claim("default", 10).jobs;
+  auto second = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(second.size(), 1u);
   BOOST_TEST(second[0].attempt == 2);
   // The first run's late completion: stale.
@@ -238,7 +238,7 @@ BOOST_AUTO_TEST_CASE(an_expired_batch_is_rescued_and_its_owner_outcomes_are_stal
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 4);
   auto store = make_store(db, "w1");
-  auto claimed = store.claim("default", 10).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
   store.finish({outcome(claimed, ids[0], outcome_kind::completed)});
   aw::test::db_session s{db.url};
@@ -272,7 +272,7 @@ BOOST_AUTO_TEST_CASE(release_puts_lane_jobs_back_charging_nothing) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 4);
   auto store = make_store(db, "w1");
-  auto claimed = store.claim("default", 10).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
   // Two never started (buffered), two started (drain expired).
   BOOST_TEST(store.release({claimed[0], claimed[1]}, false) == 2);
@@ -285,7 +285,8 @@ BOOST_AUTO_TEST_CASE(release_puts_lane_jobs_back_charging_nothing) {
   BOOST_TEST(s.scalar("SELECT attempt" + where(ids[3])) == 1);
   BOOST_TEST(s.check("SELECT closed_at IS NOT NULL FROM claim_batches"));
   // Back on the lane: the next claim of any worker takes them.
-  auto again = make_store(db, "w2").claim("default", 10).jobs;
+  auto w2 = make_store(db, "w2");
+  auto again = aw::test::claim_settled(w2, "default", 10).jobs;
   BOOST_TEST(again.size() == 4u);
   for (auto& j : again)
     BOOST_TEST(j.batch_id > claimed[0].batch_id);
@@ -306,12 +307,12 @@ BOOST_AUTO_TEST_CASE(a_claim_is_bounded_in_bytes_but_takes_at_least_one_job) {
     tx.commit();
   }
   auto store = make_store(db, "w1");
-  auto two = store.claim("default", 10, 25000);
+  auto two = aw::test::claim_settled(store, "default", 10, 25000);
   BOOST_TEST(two.jobs.size() == 2u);
   BOOST_TEST(two.byte_bound);
-  auto one = store.claim("default", 10, 100);
+  auto one = aw::test::claim_settled(store, "default", 10, 100);
   BOOST_TEST(one.jobs.size() == 1u);
-  auto rest = store.claim("default", 10, 1 << 20);
+  auto rest = aw::test::claim_settled(store, "default", 10, 1 << 20);
   BOOST_TEST(rest.jobs.size() == 2u);
   BOOST_TEST(!rest.byte_bound);
 }
@@ -343,9 +344,9 @@ BOOST_AUTO_TEST_CASE(plain_inserts_and_updates_through_the_view_route_jobs) {
   BOOST_TEST(s.text("SELECT queue" + where(1)) == "other");
   // Everything due is claimed, in priority then run_at order.
   auto store = make_store(db, "w1");
-  BOOST_TEST(ids_of(store.claim("default", 10).jobs)
+  BOOST_TEST(ids_of(aw::test::claim_settled(store, "default", 10).jobs)
              == (std::vector<int64_t>{5, 4}));
-  BOOST_TEST(ids_of(store.claim("other", 10).jobs) == (std::vector<int64_t>{1}));
+  BOOST_TEST(ids_of(aw::test::claim_settled(store, "other", 10).jobs) == (std::vector<int64_t>{1}));
   // DELETE through the view.
   s.exec("DELETE FROM jobs WHERE id = 3");
   BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows WHERE id = 3") == 0);
@@ -360,6 +361,14 @@ BOOST_AUTO_TEST_CASE(priorities_come_first_across_lanes_and_rows) {
          "(4, 'noop', 5, now() - interval '1 second')");
   s.exec("INSERT INTO jobs (id, kind, priority) VALUES (5, 'noop', -1)");
   auto store = make_store(db, "w1");
+  // One claim must see every lane job, so wait until no transaction open
+  // anywhere on the server (another suite's) holds the fence below them.
+  BOOST_TEST(aw::test::wait_until(
+    [&] {
+      return s.check("SELECT pg_snapshot_xmin(pg_current_snapshot()) > "
+                     "max(ready_xid) FROM job_rows");
+    },
+    5s));
   // Priority -1: the row-per-state job, then the lane; then 0; then 5.
   BOOST_TEST(ids_of(store.claim("default", 10).jobs)
              == (std::vector<int64_t>{3, 5, 2, 4, 1}));
@@ -369,7 +378,7 @@ BOOST_AUTO_TEST_CASE(retention_deletes_closed_batches_and_their_completed_jobs) 
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
-  auto claimed = store.claim("default", 10).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   std::vector<aw::job_outcome> outcomes;
   for (auto& j : claimed)
     outcomes.push_back(outcome(j, outcome_kind::completed));
@@ -387,7 +396,7 @@ BOOST_AUTO_TEST_CASE(zero_retention_deletes_lane_jobs_at_completion) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 0ms);
-  auto claimed = store.claim("default", 10).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   store.finish({outcome(claimed, ids[0], outcome_kind::completed),
                 outcome(claimed, ids[1], outcome_kind::completed)});
@@ -395,6 +404,54 @@ BOOST_AUTO_TEST_CASE(zero_retention_deletes_lane_jobs_at_completion) {
   BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows") == 1);
   BOOST_TEST(s.text("SELECT state" + where(ids[2])) == "running");
   BOOST_TEST(s.scalar("SELECT count(*) FROM batch_completions") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(outcomes_sent_again_after_a_broken_connection_count_once) {
+  // A flush whose connection broke before the answer may have committed;
+  // storage sends the same outcomes again marked in doubt. The batch must
+  // not count them twice: it would close with a job still unfinished, and
+  // that job would look running forever.
+  for (auto retention : {std::chrono::milliseconds{1h}, std::chrono::milliseconds{0}}) {
+    aw::test::fresh_database db;
+    auto ids = enqueue_n(db, 3);
+    auto store = make_store(db, "w1", retention);
+    auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
+    BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+    std::vector<aw::job_outcome> first{
+      outcome(claimed, ids[0], outcome_kind::completed),
+      outcome(claimed, ids[1], outcome_kind::retryable_failure, "boom")};
+    store.finish(first);
+    auto again = store.finish(first, true);
+    aw::test::db_session s{db.url};
+    BOOST_TEST(s.scalar("SELECT remaining FROM claim_batches") == 1);
+    BOOST_TEST(s.check("SELECT closed_at IS NULL FROM claim_batches"));
+    BOOST_TEST(s.text("SELECT state" + where(ids[2])) == "running");
+    BOOST_TEST(s.scalar("SELECT error_count" + where(ids[1])) == 1);
+    // The last job's outcome closes the batch.
+    store.finish({outcome(claimed, ids[2], outcome_kind::completed)});
+    BOOST_TEST(s.check("SELECT closed_at IS NOT NULL FROM claim_batches"));
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == (retention.count() == 0 ? 0 : 2));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(retention_puts_back_an_unfinished_job_of_a_closed_batch) {
+  // A safety net: should a batch ever close with a job unfinished,
+  // retention must not leave that job behind the lane's cursor.
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 3);
+  auto store = make_store(db, "w1", 1h);
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  store.finish({outcome(claimed, ids[0], outcome_kind::completed),
+                outcome(claimed, ids[1], outcome_kind::completed)});
+  aw::test::db_session s{db.url};
+  s.exec("UPDATE claim_batches SET closed_at = now() - interval '2 hours', "
+         "remaining = 0");
+  BOOST_TEST(store.delete_expired(100) == 2);
+  BOOST_TEST(s.text("SELECT state" + where(ids[2])) == "available");
+  auto back = aw::test::claim_settled(store, "default", 10).jobs;
+  BOOST_TEST(ids_of(back) == std::vector<int64_t>{ids[2]});
 }
 
 BOOST_AUTO_TEST_CASE(two_workers_claiming_one_lane_never_share_a_job) {
@@ -406,7 +463,7 @@ BOOST_AUTO_TEST_CASE(two_workers_claiming_one_lane_never_share_a_job) {
   std::vector<int64_t> got_a, got_b;
   auto run = [](job_store& store, std::vector<int64_t>& out) {
     for (int empty = 0; empty < 3;) {
-      auto got = store.claim("default", 97).jobs;
+      auto got = aw::test::claim_settled(store, "default", 97).jobs;
       if (got.empty()) {
         ++empty;
         std::this_thread::sleep_for(5ms);

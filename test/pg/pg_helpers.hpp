@@ -3,9 +3,11 @@
 // persistent connection (for polling loops, where opening a connection per
 // check would dominate the run time) and a few string checks.
 
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <pqxx/pqxx>
 
@@ -45,6 +47,36 @@ results(const std::vector<aw::storage::finish_report>& reports) {
   for (auto& r : reports)
     out.push_back(r.result);
   return out;
+}
+
+/// store.claim(), repeated while the lanes' commit-order fence holds due jobs
+/// back. The fence is cluster-wide: a transaction open in another suite's
+/// database (ctest runs suites in parallel on one server) can hold this
+/// database's newest jobs back for up to fence_wait, so a test that expects
+/// "everything due" claims through here. Tests of the fence itself call
+/// claim() directly.
+inline aw::claim_result claim_settled(aw::storage::job_store& store,
+                                      const std::string& queue, int limit,
+                                      int64_t max_bytes = int64_t{1} << 40) {
+  auto result = store.claim(queue, limit, max_bytes);
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (result.more_soon && !result.byte_bound
+         && static_cast<int>(result.jobs.size()) < limit
+         && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    int64_t used = 0;
+    for (auto& j : result.jobs)
+      used += static_cast<int64_t>(j.bytes());
+    if (!result.jobs.empty() && used >= max_bytes)
+      break;
+    auto more = store.claim(queue, limit - static_cast<int>(result.jobs.size()),
+                            result.jobs.empty() ? max_bytes : max_bytes - used);
+    for (auto& j : more.jobs)
+      result.jobs.push_back(std::move(j));
+    result.more_soon = more.more_soon;
+    result.byte_bound = more.byte_bound;
+  }
+  return result;
 }
 
 /// One connection, one autocommit statement per call.

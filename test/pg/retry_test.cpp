@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
   opts.worker_id = "w1";
   opts.max_retries = 20;
   aw::storage::job_store store{opts};
-  auto claimed = store.claim("default", 10).jobs;
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
   std::vector<aw::job_outcome> outcomes;
   for (size_t i = 0; i < ids.size(); ++i)
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
     }
   }
   // Not claimable before the backoff passes.
-  BOOST_TEST(store.claim("default", 10).jobs.empty());
+  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.empty());
 }
 
 BOOST_AUTO_TEST_CASE(job_is_dead_lettered_after_exactly_max_retries_plus_one_runs) {

@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
     return id;
   };
   auto run = [&](int64_t id, aw::outcome_kind kind) {
-    auto claimed = store.claim("default", 10).jobs;
+    auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
     BOOST_REQUIRE_EQUAL(claimed[0].id, id);
     auto reports = store.finish({aw::test::outcome(claimed, id, kind, "done")});
@@ -203,7 +203,7 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
   auto a1 = enqueue({{"file", "a.csv"}}, active);
   BOOST_TEST(enqueue({{"file", "a.csv"}}, active) == a1); // available blocks
   {
-    auto claimed = store.claim("default", 10).jobs;
+    auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
     BOOST_TEST(enqueue({{"file", "a.csv"}}, active) == a1); // running blocks
     store.finish({aw::test::outcome(claimed, a1, aw::outcome_kind::completed)});
@@ -236,7 +236,7 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
   aw::unique_options with_cancelled;
   with_cancelled.states = {"available", "running", "cancelled"};
   auto d1 = enqueue({{"file", "d.csv"}}, with_cancelled);
-  auto claimed = store.claim("default", 10).jobs; // also claims c3
+  auto claimed = aw::test::claim_settled(store, "default", 10).jobs; // also claims c3
   store.finish({aw::test::outcome(claimed, d1, aw::outcome_kind::cancelled)});
   BOOST_TEST(s.text("SELECT state" + job_where(d1)) == "cancelled");
   BOOST_TEST(enqueue({{"file", "d.csv"}}, with_cancelled) == d1);
