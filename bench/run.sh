@@ -1,65 +1,66 @@
 #!/usr/bin/env bash
-# bench/run.sh - end-to-end throughput of actor-worker on a throwaway PostgreSQL cluster.
+# bench/run.sh - drain throughput of actor-worker on a throwaway PostgreSQL.
 #
-# Same shape as the peer benchmarks (shared/peers/bench_graphile_worker.sh, bench_pgboss.sh), so the
-# figures can be put side by side when run on the same machine in the same session:
+# The same shape as bench/peers/graphile_worker.sh and bench/peers/pgboss.sh,
+# so the figures can be put side by side when run on the same machine in the
+# same hour (bench/compare.sh runs all three on one server):
 #
-#   fresh database -> `actor-worker migrate` -> N `noop` jobs enqueued with ONE plain SQL statement
-#   (INSERT INTO jobs (kind, args) SELECT ... FROM generate_series: the documented SQL contract)
-#   -> ANALYZE + CHECKPOINT -> snapshot WAL position and committed transactions -> start P
-#   `actor-worker run` processes -> time from their start until no job is left in state
-#   available/scheduled/running (polled every POLL_MS over one persistent psql session) -> check every
-#   job completed exactly once (N rows, all state 'completed' with attempt = 1, no dead letters)
-#   -> SIGTERM the workers, wait for them -> WAL bytes and commits per job -> drop the database.
+#   fresh database -> `actor-worker migrate` -> N `noop` jobs enqueued with
+#   ONE plain SQL statement through the public contract (INSERT INTO jobs
+#   (kind, args) SELECT ... FROM generate_series) -> ANALYZE + CHECKPOINT ->
+#   snapshot WAL position and committed transactions -> start P
+#   `actor-worker run` processes (shipped defaults except `concurrency`) ->
+#   time from their start until no job is left unfinished (polled every
+#   POLL_MS over one persistent psql session) -> SIGTERM the workers, wait
+#   -> check every job ran exactly once (the workers' handler counts sum to
+#   N, every job is completed, no dead letter) -> WAL bytes, commits and CPU
+#   per job -> drop the database.
 #
-# The server is started with scripts/pg.sh (PG_FRESH=1) in its own dir under /tmp: initdb defaults
-# (shared_buffers=128MB, synchronous_commit=on, fsync=on, ...) except max_connections=200, which
-# pg.sh sets for the test suites. The settings are printed at the start. The cluster is always
-# stopped (and its dir removed unless KEEP_DATA is set) on exit.
+# The clock includes starting the processes (graphile-worker's and
+# pg-boss's include their library start, not the Node process start).
 #
-# Env knobs (lists are comma-separated; every combination is run, REPS times, interleaved):
-#   N (50000)            jobs per run
-#   REPS (2)             repetitions of every configuration
-#   CONCURRENCY (500)    [queues.default] concurrency per process (= handler threads per process);
-#                        500 was the best of 50, 200, 500, 1000 on a 2-core machine (bench/README.md)
-#   POOL_SIZE (2)        [database] pool_size (the product default): 1 claim connection + POOL_SIZE-1 outcome connections
-#   PROCS (1,2)          worker processes (each with the concurrency and pool above)
-#   RETENTION (24h)      [worker] completed_retention. "0" deletes rows at completion (like graphile-
-#                        worker); the check is then weaker: no row and no dead letter left
-#   POLL_INTERVAL (1s)   [worker] poll_interval (idle polling only; the bulk INSERT's NOTIFY and
-#                        full claims drive the drain)
-#   PORT (5498)          port of the throwaway cluster; the script refuses to run if it is busy
-#   PGDIR (/tmp/aw-bench-pg)  cluster dir;  KEEP_DATA=1 keeps it after the run
-#   BIN                  an actor-worker binary to use instead of building build-bench/ (Release)
-#   BUILD_DIR (<repo>/build-bench)
-#   POLL_MS (20)         drain poll period;  RUN_TIMEOUT (600) seconds before a run is failed
-#   LOG_LEVEL (info)     worker log level (not debug: that logs a line per job)
+# Server: started with scripts/pg.sh (initdb defaults: shared_buffers=128MB,
+# synchronous_commit=on, fsync=on, ...; pg.sh also sets max_connections=200)
+# and always stopped on exit. BENCH_EXTERNAL_PG=1 uses a server already
+# running on 127.0.0.1:$PORT instead (bench/compare.sh does).
 #
-# Output: one "RESULT actor-worker/<config>/run<k> jobs_per_sec=.. jobs=.. seconds=.." line per run
-# with "#" diagnostic lines before it, then a summary and, as the last line,
-# "RESULT actor-worker jobs_per_sec=.. jobs=.. seconds=.." for the best run of the FIRST configuration
-# (by default 1 process, comparable to graphile-worker's batch:1 summary line).
+# Knobs (lists are comma-separated; every combination runs, REPS times):
+#   N (200000)              jobs per run
+#   REPS (1)                repetitions of every configuration
+#   CONCURRENCY (10,64,500) [queues.default] concurrency per process
+#   PROCS (1,2)             worker processes
+#   EXTRA_TOML ("")         more [worker] keys, e.g. 'completed_retention = "0"'
+#   PORT (5498)             server port;  PGDIR (/tmp/aw-bench-pg-$$) its dir
+#   BIN                     an actor-worker binary (default: build Release
+#                           into BUILD_DIR, <repo>/build-bench)
+#   POLL_MS (20)            drain poll period; RUN_TIMEOUT (600) s per run
+#   LOG_LEVEL (info)        worker log level
+#
+# Output: per run, `#` diagnostic lines and
+#   RESULT actor-worker/c<concurrency>/p<procs>/run<k> jobs_per_sec=.. jobs=.. seconds=..
+# then a summary and `RESULT actor-worker jobs_per_sec=..` for the best run
+# of the first configuration. The diagnostic line
+#   #   during drain: WAL X MB (N B/job); commits ~C (R/job); worker-process CPU S s (...)
+# has the peers' format.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
 
-N=${N:-50000}
-REPS=${REPS:-2}
-CONCURRENCY=${CONCURRENCY:-500}
-POOL_SIZE=${POOL_SIZE:-2}
+N=${N:-200000}
+REPS=${REPS:-1}
+CONCURRENCY=${CONCURRENCY:-10,64,500}
 PROCS=${PROCS:-1,2}
-POLL_INTERVAL=${POLL_INTERVAL:-1s}
-RETENTION=${RETENTION:-24h}
+EXTRA_TOML=${EXTRA_TOML:-}
 PORT=${PORT:-5498}
-PGDIR=${PGDIR:-/tmp/aw-bench-pg}
+PGDIR=${PGDIR:-/tmp/aw-bench-pg-$$}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
 POLL_MS=${POLL_MS:-20}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 LOG_LEVEL=${LOG_LEVEL:-info}
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
-now() { echo "$EPOCHREALTIME"; }                         # wall clock, no fork
+now() { echo "$EPOCHREALTIME"; }
 fsub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 fdiv() { awk -v a="$1" -v b="$2" -v p="${3:-3}" 'BEGIN { printf "%.*f", p, (b == 0 ? 0 : a / b) }'; }
 TICKS=$(getconf CLK_TCK)
@@ -67,16 +68,11 @@ TICKS=$(getconf CLK_TCK)
 proc_cpu() {
   local f
   f=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-  f=${f##*) }   # drop "pid (comm) "; utime and stime are then fields 12 and 13
+  f=${f##*) }
   awk -v t="$TICKS" '{ printf "%.2f", ($12 + $13) / t }' <<<"$f"
 }
 # machine-wide CPU jiffies: "busy total"
 machine_cpu() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
-
-# ---- a busy port is refused before anything else ------------------------------------------------
-if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then
-  die "port $PORT on 127.0.0.1 is already in use; refusing to start (set PORT=...)"
-fi
 
 # ---- the binary ----------------------------------------------------------------------------------
 if [ -n "${BIN:-}" ]; then
@@ -85,39 +81,45 @@ else
   echo "# building actor-worker (Release) in $BUILD_DIR" >&2
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DAW_BUILD_TESTS=OFF >/dev/null \
     || die "cmake configure failed"
-  cmake --build "$BUILD_DIR" -j2 --target actor-worker >/dev/null || die "build failed (see above)"
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target actor-worker >/dev/null || die "build failed"
   BIN=$BUILD_DIR/actor-worker
 fi
 
-# ---- throwaway cluster ---------------------------------------------------------------------------
-WORK=$(mktemp -d /tmp/aw-bench.XXXXXX)       # configs and worker logs of this invocation
+# ---- the server ----------------------------------------------------------------------------------
+WORK=$(mktemp -d /tmp/aw-bench.XXXXXX)
+WORKER_PIDS=""
 cleanup() {
   local pid
-  for pid in ${WORKER_PIDS:-}; do kill -KILL "$pid" 2>/dev/null || true; done
-  "$ROOT/scripts/pg.sh" stop "$PGDIR" || true
-  if [ -z "${KEEP_DATA:-}" ]; then rm -rf "$PGDIR" "$WORK"; fi
+  for pid in $WORKER_PIDS; do kill -KILL "$pid" 2>/dev/null || true; done
+  if [ -z "${BENCH_EXTERNAL_PG:-}" ]; then
+    "$ROOT/scripts/pg.sh" stop "$PGDIR" || true
+    [ -n "${KEEP_DATA:-}" ] || rm -rf "$PGDIR"
+  fi
+  [ -n "${KEEP_DATA:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-"$ROOT/scripts/pg.sh" stop "$PGDIR" || true    # a server left over by an interrupted run of ours
-PG_FRESH=1 "$ROOT/scripts/pg.sh" start "$PGDIR" "$PORT"
+if [ -z "${BENCH_EXTERNAL_PG:-}" ]; then
+  if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then
+    die "port $PORT on 127.0.0.1 is already in use; refusing to start (set PORT=...)"
+  fi
+  PG_FRESH=1 "$ROOT/scripts/pg.sh" start "$PGDIR" "$PORT"
+fi
 
 PSQL=(psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres)
 sql() { local db=$1; shift; PGOPTIONS="-c client_min_messages=warning" "${PSQL[@]}" -d "$db" "$@"; }
 echo "# postgres: $(sql postgres -c 'select version()')"
-echo "# settings (initdb defaults; scripts/pg.sh sets listen address, port, socket dir, max_connections=200):"
+echo "# settings:"
 sql postgres -F '=' -c "select name, current_setting(name) from pg_settings where name in
   ('shared_buffers','synchronous_commit','fsync','full_page_writes','wal_level','max_wal_size',
    'checkpoint_timeout','max_connections','work_mem','autovacuum') order by 1" | sed 's/^/#   /'
-echo "# actor-worker: $BIN; cores $(nproc); N=$N REPS=$REPS CONCURRENCY=$CONCURRENCY POOL_SIZE=$POOL_SIZE PROCS=$PROCS" \
-     "POLL_INTERVAL=$POLL_INTERVAL RETENTION=$RETENTION"
+echo "# actor-worker: $BIN; cores $(nproc); N=$N REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none}"
 
-# ---- one run -------------------------------------------------------------------------------------
-# Persistent psql session used for snapshots and the drain poll (one connection, like the peers'
-# driver client, rather than a new backend every 20 ms). q SQL -> prints the one-line answer.
+# One psql session for snapshots and the drain poll (one backend, like the
+# peers' driver client, not a new one every POLL_MS).
 open_session() {
   coproc SESSION { "${PSQL[@]}" -d "$1" 2>&1; }
-  exec {SLEEP_FD}<> <(:)                  # read -t on this fd sleeps without forking
+  exec {SLEEP_FD}<> <(:)
 }
 q() {
   local line
@@ -132,42 +134,45 @@ close_session() {
   exec {SLEEP_FD}>&-
 }
 
-RESULTS=()   # "config jps seconds"
+# Anything left to do? An open claim batch, a row-per-state job not
+# finished, or lane rows past a lane's cursor (or no cursor yet). Index
+# probes only: cheap at any size (the `jobs` view would derive every row).
+LEFT_SQL="select exists(select 1 from claim_batches where closed_at is null)
+  or exists(select 1 from job_rows where ready_xid is null and state in ('available','scheduled'))
+  or exists(select 1 from job_rows where ready_xid is null and state = 'running')
+  or not exists(select 1 from claim_cursors)
+  or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
+              where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
+                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
+              order by r.ready_xid, r.id limit 1) x);"
+
+RESULTS=()
 one_run() {
-  local conc=$1 pool=$2 procs=$3 rep=$4
-  local cfgname="c$conc/pool$pool/p$procs"
-  local db="awbench_c${conc}_pool${pool}_p${procs}_r${rep}"
+  local conc=$1 procs=$2 rep=$3
+  local cfgname="c$conc/p$procs"
+  local db="awbench_c${conc}_p${procs}_r${rep}"
   local url="postgresql://postgres@127.0.0.1:$PORT/$db"
 
   sql postgres -c "drop database if exists $db" -c "create database $db"
   "$BIN" migrate --database-url "$url" --log-level warn
 
-  # Bulk enqueue: one statement (the NOTIFY trigger fires once for it; nobody listens yet).
   local tq te
   tq=$(now)
   sql "$db" -c "insert into jobs (kind, args)
                 select 'noop', jsonb_build_object('id', i) from generate_series(1, $N) as i"
   te=$(fsub "$(now)" "$tq")
-  local queued
-  queued=$(sql "$db" -c "select count(*) from jobs where state = 'available'")
-  [ "$queued" = "$N" ] || die "expected $N queued jobs, found $queued"
-  sql "$db" -c "analyze jobs" -c "checkpoint"
+  [ "$(sql "$db" -c "select count(*) from job_rows")" = "$N" ] || die "expected $N queued jobs"
+  sql "$db" -c "analyze" -c "checkpoint"
 
-  # One TOML config per process. Completed rows are kept by default (the production default
-  # retention), so the exactly-once check below can read them.
-  local i cfgfile
+  local i
   for ((i = 1; i <= procs; i++)); do
-    cfgfile=$WORK/$db.p$i.toml
-    cat >"$cfgfile" <<EOF
+    cat >"$WORK/$db.p$i.toml" <<EOF
 [database]
 url = "$url"
-pool_size = $pool
 
 [worker]
 node = "bench$i"
-poll_interval = "$POLL_INTERVAL"
-completed_retention = "$RETENTION"
-shutdown_drain = "2s"
+$EXTRA_TOML
 
 [queues.default]
 concurrency = $conc
@@ -175,10 +180,9 @@ EOF
   done
 
   open_session "$db"
-  local own_tx=0 snap0 load1 mc0 t0
+  local own_tx=2 snap0 load1 mc0 t0
   load1=$(cut -d' ' -f1 /proc/loadavg)
   snap0=$(q "select pg_current_wal_lsn(), xact_commit from pg_stat_database where datname = current_database();")
-  own_tx=2   # this session's own startup transaction (flushed to the stats later) and snap0
   mc0=$(machine_cpu)
   t0=$(now)
   WORKER_PIDS=""
@@ -187,14 +191,9 @@ EOF
     WORKER_PIDS+=" $!"
   done
 
-  # Drain poll: one statement, so one snapshot for both tests. The ORDER BY ... LIMIT 1 form keeps
-  # the first test on the claim index (an EXISTS would be planned as a seq scan over all rows,
-  # costing ms per poll near the end); the second uses the partial index of running rows.
   local polls=0 left pid
   while :; do
-    left=$(q "select (select id from jobs where state in ('available', 'scheduled')
-                       order by queue, priority, run_at, id limit 1) is not null
-                  or exists(select 1 from jobs where state = 'running');")
+    left=$(q "$LEFT_SQL")
     polls=$((polls + 1))
     [ "$left" = f ] && break
     [ "$left" = t ] || die "unexpected poll answer: $left"
@@ -211,7 +210,6 @@ EOF
   mc1=$(machine_cpu)
   sec=$(fsub "$t1" "$t0")
 
-  # CPU of the workers and of their PostgreSQL backends, read before they exit.
   local wcpu=0 bcpu=0 bpids
   for pid in $WORKER_PIDS; do wcpu=$(awk -v a="$wcpu" -v b="$(proc_cpu "$pid")" 'BEGIN { print a + b }'); done
   bpids=$(q "select string_agg(pid::text, ' ') from pg_stat_activity
@@ -219,7 +217,6 @@ EOF
   own_tx=$((own_tx + 1))
   for pid in $bpids; do bcpu=$(awk -v a="$bcpu" -v b="$(proc_cpu "$pid")" 'BEGIN { print a + b }'); done
 
-  # Stop the workers (graceful: SIGTERM, then wait).
   for pid in $WORKER_PIDS; do kill -TERM "$pid"; done
   local rc
   for pid in $WORKER_PIDS; do
@@ -230,67 +227,48 @@ EOF
   close_session
   sleep 0.5   # exited backends flush their statistics
 
-  # WAL and commits during the drain; the exactly-once check.
-  local snap1 lsn0 xc0 lsn1 xc1 wal commits check
+  local snap1 lsn0 xc0 lsn1 xc1 wal commits
   snap1=$(sql "$db" -F'|' -c "select pg_current_wal_lsn(), xact_commit from pg_stat_database where datname = current_database()")
   IFS='|' read -r lsn0 xc0 <<<"$snap0"
   IFS='|' read -r lsn1 xc1 <<<"$snap1"
   wal=$(sql "$db" -c "select pg_wal_lsn_diff('$lsn1', '$lsn0')::bigint")
   commits=$((xc1 - xc0 - polls - own_tx))
-  check=$(sql "$db" -F' ' -c "select count(*), count(*) filter (where state = 'completed' and attempt = 1),
-                                     (select count(*) from dead_letter_jobs) from jobs")
-  local want="$N $N 0" checked="completed exactly once"
-  if [ "$RETENTION" = 0 ]; then want="0 0 0" checked="completed (rows deleted at completion)"; fi
-  [ "$check" = "$want" ] || die "job check failed: rows, completed with attempt 1, dead letters = $check (want $want)"
 
-  # Batch sizes, read from the rows: a claim statement stamps all its rows with one locked_at (its
-  # transaction's now()), an outcome commit stamps its rows with one finalized_at.
-  local batches claims claim_max outcome_tx outcome_max
-  batches=$(sql "$db" -F' ' -c "select (select count(*) from (select distinct locked_by, locked_at from jobs) c),
-                                       (select max(n) from (select count(*) n from jobs group by locked_by, locked_at) c),
-                                       (select count(*) from (select distinct locked_by, finalized_at from jobs) f),
-                                       (select max(n) from (select count(*) n from jobs group by locked_by, finalized_at) f)")
-  read -r claims claim_max outcome_tx outcome_max <<<"$batches"
+  # Exactly once: the handlers that ran, as the workers count them, and the
+  # jobs completed, as the database records them (the view derives it).
+  local ran done_n dead
+  ran=$(sed -n 's/.* \([0-9][0-9]*\) handler(s) ran;.*/\1/p' "$WORK/$db".p*.log | awk '{ s += $1 } END { print s + 0 }')
+  done_n=$(sql "$db" -c "select count(*) from jobs where state = 'completed' and attempt = 1")
+  dead=$(sql "$db" -c "select count(*) from dead_letter_jobs")
+  [ "$ran" = "$N" ] || { cat "$WORK/$db".p*.log >&2; die "handlers ran $ran times for $N jobs"; }
+  [ "$done_n" = "$N" ] && [ "$dead" = 0 ] \
+    || die "job check failed: $done_n of $N completed on their first attempt, $dead dead letters"
 
-  # Startup: from spawning the processes to the (last) "worker ... running" log line.
-  local up_ms=-1 ts
-  for ((i = 1; i <= procs; i++)); do
-    ts=$(sed -n 's/^\[\([0-9-]* [0-9:.]*\)\] .* running: .*/\1/p' "$WORK/$db.p$i.log" | head -n1)
-    if [ -n "$ts" ]; then
-      up_ms=$(awk -v a="$(date -d "$ts" +%s.%N)" -v b="$t0" -v m="$up_ms" \
-                'BEGIN { x = (a - b) * 1000; printf "%.0f", (x > m ? x : m) }')
-    fi
-  done
-  [ "$up_ms" != -1 ] || up_ms="?"   # the log line was not found
+  local claims claim_ms
+  claims=$(sed -n 's/.* ran; \([0-9][0-9]*\) claim(s) took.*/\1/p' "$WORK/$db".p*.log | awk '{ s += $1 } END { print s + 0 }')
+  claim_ms=$(sed -n 's/.* job(s), \([0-9.]*\) ms per claim.*/\1/p' "$WORK/$db".p*.log | head -n1)
   grep -h -E '\] \[(warning|error|critical)\]' "$WORK/$db".p*.log | head -n 5 | sed 's/^/#   worker log: /' || true
 
   local jps busy
   jps=$(fdiv "$N" "$sec" 0)
   read -r b0 tt0 <<<"$mc0"; read -r b1 tt1 <<<"$mc1"
   busy=$(fdiv "$((100 * (b1 - b0)))" "$((tt1 - tt0))" 0)
-  echo "# actor-worker $cfgname run=$rep: enqueue $N in ${te}s ($(fdiv "$N" "$te" 0) jobs/s); workers up after ~${up_ms}ms;" \
-       "drained in ${sec}s ($polls polls); $N jobs $checked"
+  echo "# actor-worker c=$conc procs=$procs run=$rep: enqueue $N in ${te}s ($(fdiv "$N" "$te" 0) jobs/s);" \
+       "drained in ${sec}s ($polls polls); handlers ran $ran times, $done_n jobs completed once, 0 dead letters"
   echo "#   during drain: WAL $(fdiv "$wal" 1000000 1) MB ($(fdiv "$wal" "$N" 0) B/job); commits ~$commits ($(fdiv "$commits" "$N" 3)/job);" \
        "worker-process CPU ${wcpu} s ($(fdiv "$(fdiv "$wcpu" "$sec" 4)" 0.01 0)% of one core); their postgres backends CPU ${bcpu} s;" \
        "machine CPU busy ${busy}% of $(nproc) cores (all processes); load1 at start $load1"
-  if [ "$RETENTION" != 0 ]; then   # (deleted rows tell nothing)
-    echo "#   batches: $claims claims ($(fdiv "$N" "$claims" 1) jobs/claim on average, largest $claim_max);" \
-         "$outcome_tx outcome commits ($(fdiv "$N" "$outcome_tx" 1) jobs/commit on average, largest $outcome_max)"
-  fi
+  echo "#   claims: $claims ($(fdiv "$N" "$claims" 0) jobs per claim; ${claim_ms:-?} ms per round trip in the first process)"
   echo "RESULT actor-worker/$cfgname/run$rep jobs_per_sec=$jps jobs=$N seconds=$sec"
   RESULTS+=("$cfgname $jps $sec")
 
   sql postgres -c "drop database $db"
 }
 
-# ---- all runs ------------------------------------------------------------------------------------
 IFS=, read -r -a CONCS <<<"$CONCURRENCY"
-IFS=, read -r -a POOLS <<<"$POOL_SIZE"
 IFS=, read -r -a PROCSS <<<"$PROCS"
 CONFIGS=()
-for c in "${CONCS[@]}"; do for p in "${POOLS[@]}"; do for n in "${PROCSS[@]}"; do
-  CONFIGS+=("$c $p $n")
-done; done; done
+for c in "${CONCS[@]}"; do for n in "${PROCSS[@]}"; do CONFIGS+=("$c $n"); done; done
 for ((rep = 1; rep <= REPS; rep++)); do
   for cfg in "${CONFIGS[@]}"; do
     # shellcheck disable=SC2086
@@ -300,11 +278,11 @@ done
 
 echo "# summary (jobs/s per run):"
 for cfg in "${CONFIGS[@]}"; do
-  read -r c p n <<<"$cfg"
-  name="c$c/pool$p/p$n"
-  printf '#   %-18s %s\n' "$name:" "$(printf '%s\n' "${RESULTS[@]}" | awk -v k="$name" '$1 == k { printf "%s%s", (s++ ? ", " : ""), $2 }')"
+  read -r c n <<<"$cfg"
+  name="c$c/p$n"
+  printf '#   %-12s %s\n' "$name:" "$(printf '%s\n' "${RESULTS[@]}" | awk -v k="$name" '$1 == k { printf "%s%s", (s++ ? ", " : ""), $2 }')"
 done
-read -r c p n <<<"${CONFIGS[0]}"
-best=$(printf '%s\n' "${RESULTS[@]}" | awk -v k="c$c/pool$p/p$n" '$1 == k && $2 > b { b = $2; s = $3 } END { print b, s }')
+read -r c n <<<"${CONFIGS[0]}"
+best=$(printf '%s\n' "${RESULTS[@]}" | awk -v k="c$c/p$n" '$1 == k && $2 > b { b = $2; s = $3 } END { print b, s }')
 read -r best_jps best_sec <<<"$best"
 echo "RESULT actor-worker jobs_per_sec=$best_jps jobs=$N seconds=$best_sec"

@@ -7,7 +7,7 @@ packages=(
   g++ cmake make pkg-config ccache
   libcaf-dev libpqxx-dev libspdlog-dev libtomlplusplus-dev nlohmann-json3-dev
   libcli11-dev libboost-test-dev
-  postgresql postgresql-client
+  postgresql postgresql-client gawk
 )
 
 missing=()

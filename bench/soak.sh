@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# bench/soak.sh - throughput and table health over a long run: a producer
+# enqueues at 70% of the measured drain rate while one worker works, for
+# MINUTES minutes, on a throwaway PostgreSQL with default settings.
+#
+#   bench/soak.sh                       # 30 minutes (about 35 with the setup)
+#   MINUTES=5 bench/soak.sh             # a quick look
+#   RATE=20000 bench/soak.sh            # a fixed enqueue rate (jobs/s)
+#
+# Steps: fresh database -> `actor-worker migrate` -> DRAIN_N no-op jobs in
+# one INSERT -> one `actor-worker run` (shipped defaults apart from
+# CONCURRENCY and completed_retention) drains them: the drain rate -> pgbench
+# inserts BATCH jobs per transaction through the `jobs` view at 70% of it
+# (RATE overrides) for MINUTES minutes while the same worker keeps working
+# -> the backlog drains -> SIGTERM -> every job ran exactly once.
+#
+# Every SAMPLE_S seconds (60) the script samples the queue tables: live and
+# dead tuples of job_rows, claim_batches, batch_completions, claim_cursors
+# (pg_stat_user_tables), job_rows' size with its indexes, the backlog (lane
+# jobs past the claim cursor), vacuums so far (the worker's own and
+# autovacuum's). The worker logs every 10 s how many jobs completed and
+# its claim round trips (p50, p99); the table puts both per minute beside
+# the samples.
+#
+# Retention: RETENTION ("5m") is the worker's completed_retention. With the
+# default 24h nothing would be deleted during the soak: the tables would
+# only grow (about 16 GB in 30 minutes at 50,000 jobs/s) and retention's
+# deletes, the main source of dead tuples, would not be part of the test.
+# Five minutes reaches the steady state (enqueue = complete = delete)
+# after the first five minutes.
+#
+# The checks, printed at the end (exit status 1 if one fails):
+#   - throughput of the last 5 minutes >= 90% of the first 5;
+#   - dead tuples of job_rows stay under DEAD_BOUND (default: 25% of the
+#     rows retention keeps, RATE x retention, plus the default vacuum
+#     threshold), and of each small table (claim_batches,
+#     batch_completions, claim_cursors) under 100,000;
+#   - claim latency p99 (median of the worker's 10 s windows) of the last 5
+#     minutes is at most 1.5 x that of the first 5 plus 2 ms.
+#
+# Knobs: MINUTES (30), RATE (70% of the drain), DRAIN_N (200000), BATCH
+# (100 jobs per producer transaction), PRODUCERS (2 pgbench clients),
+# CONCURRENCY (10, the shipped default), RETENTION (5m), SAMPLE_S (60),
+# DEAD_BOUND, PORT (5499), PGDIR, BIN / BUILD_DIR (as in run.sh), OUT (a
+# copy of the output).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+SCRIPT=soak.sh
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+
+MINUTES=${MINUTES:-30}
+DRAIN_N=${DRAIN_N:-200000}
+BATCH=${BATCH:-100}
+PRODUCERS=${PRODUCERS:-2}
+CONCURRENCY=${CONCURRENCY:-10}
+RETENTION=${RETENTION:-5m}
+SAMPLE_S=${SAMPLE_S:-60}
+PORT=${PORT:-5499}
+
+"$ROOT/scripts/install-deps.sh"   # also gawk, and pgbench (postgresql)
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+PGBENCH=$(command -v pgbench || echo "$PGBIN/pgbench")
+[ -x "$PGBENCH" ] || die "pgbench not found (Debian: postgresql-15 ships it in $PGBIN)"
+bench_build
+WORK=$(mktemp -d /tmp/aw-soak.XXXXXX)
+WORKER_PID=""
+PGBENCH_PID=""
+BENCH_CLEANUP+=('[ -n "${KEEP_LOGS:-}" ] || rm -rf "$WORK"')
+bench_start_pg
+BENCH_CLEANUP+=('[ -z "$WORKER_PID" ] || kill -KILL "$WORKER_PID" 2>/dev/null || true'
+                '[ -z "$PGBENCH_PID" ] || kill -KILL "$PGBENCH_PID" 2>/dev/null || true')
+[ -z "${OUT:-}" ] || exec > >(tee "$OUT") 2>&1
+
+DB=awsoak
+URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
+sql postgres -c "create database $DB"
+"$BIN" migrate --database-url "$URL" --log-level warn
+echo "# soak.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores; $(sql postgres -c 'select version()' | cut -d, -f1)"
+echo "# worker: $BIN; concurrency $CONCURRENCY; completed_retention $RETENTION; otherwise shipped defaults"
+
+# Anything left? (as in run.sh: index probes only)
+LEFT_SQL="select exists(select 1 from claim_batches where closed_at is null)
+  or exists(select 1 from job_rows where ready_xid is null and state in ('available','running'))
+  or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
+              where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
+                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
+              order by r.ready_xid, r.id limit 1) x)"
+BACKLOG_SQL="(select count(*) from claim_cursors c, lateral (select 1 from job_rows r
+              where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
+                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)) x)"
+wait_drained() {
+  local limit=$1 t0
+  t0=$(now)
+  while [ "$(sql "$DB" -c "$LEFT_SQL")" = t ]; do
+    kill -0 "$WORKER_PID" 2>/dev/null || { tail -n 20 "$WORK/worker.log" >&2; die "the worker exited"; }
+    [ "$(fsub "$(now)" "$t0" | cut -d. -f1)" -lt "$limit" ] || die "not drained after $limit s"
+    sleep 0.02
+  done
+}
+
+cat >"$WORK/worker.toml" <<EOF
+[database]
+url = "$URL"
+
+[worker]
+node = "soak"
+completed_retention = "$RETENTION"
+
+[queues.default]
+concurrency = $CONCURRENCY
+EOF
+
+# ---- the drain: its rate sets the producer's ----------------------------------------------------
+sql "$DB" -c "insert into jobs (kind, args)
+              select 'noop', jsonb_build_object('n', i) from generate_series(1, $DRAIN_N) as i"
+sql "$DB" -c "analyze" -c "checkpoint"
+T0=$(now)
+"$BIN" run --config "$WORK/worker.toml" 2>"$WORK/worker.log" &
+WORKER_PID=$!
+wait_drained 600
+DRAIN_S=$(fsub "$(now)" "$T0")
+DRAIN_RATE=$(fdiv "$DRAIN_N" "$DRAIN_S" 0)
+RATE=${RATE:-$(fdiv "$((DRAIN_RATE * 7))" 10 0)}
+TPS=$(fdiv "$RATE" "$BATCH" 1)
+echo "# drain: $DRAIN_N jobs in ${DRAIN_S}s = $DRAIN_RATE jobs/s; the producer enqueues $RATE jobs/s" \
+     "($TPS transactions/s of $BATCH jobs through the jobs view, $PRODUCERS pgbench clients) for $MINUTES min"
+
+# ---- the soak -----------------------------------------------------------------------------------
+cat >"$WORK/enqueue.sql" <<EOF
+insert into jobs (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $BATCH) as g;
+EOF
+DURATION=$((MINUTES * 60))
+SOAK_START=$(now)
+SOAK_START_WALL=$(date -u '+%Y-%m-%d %H:%M:%S')
+"$PGBENCH" -n -h 127.0.0.1 -p "$PORT" -U postgres -c "$PRODUCERS" -j "$PRODUCERS" -R "$TPS" \
+  -T "$DURATION" -P "$SAMPLE_S" -f "$WORK/enqueue.sql" "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err" &
+PGBENCH_PID=$!
+
+STATS_SQL="select string_agg(relname || ':' || n_live_tup || ':' || n_dead_tup || ':'
+                  || (vacuum_count + autovacuum_count), ' ' order by relname)
+             from pg_stat_user_tables
+            where relname in ('job_rows', 'claim_batches', 'batch_completions', 'claim_cursors')"
+SAMPLES="$WORK/samples"
+: >"$SAMPLES"
+minute=0
+while kill -0 "$PGBENCH_PID" 2>/dev/null; do
+  next=$(gawk -v s="$SOAK_START" -v m="$((minute + 1))" -v p="$SAMPLE_S" 'BEGIN { print s + m * p }')
+  while kill -0 "$PGBENCH_PID" 2>/dev/null && [ "$(fsub "$next" "$(now)" | cut -c1)" != - ]; do sleep 1; done
+  kill -0 "$PGBENCH_PID" 2>/dev/null || break
+  kill -0 "$WORKER_PID" 2>/dev/null || { tail -n 20 "$WORK/worker.log" >&2; die "the worker exited during the soak"; }
+  minute=$((minute + 1))
+  echo "$minute $(sql "$DB" -c "$STATS_SQL") size:$(sql "$DB" -c "select pg_total_relation_size('job_rows')") backlog:$(sql "$DB" -c "$BACKLOG_SQL")" >>"$SAMPLES"
+  tail -n1 "$SAMPLES" | sed 's/^/# sample minute /'
+done
+rc=0; wait "$PGBENCH_PID" || rc=$?
+PGBENCH_PID=""
+[ "$rc" = 0 ] || { cat "$WORK/pgbench.err" >&2; die "pgbench failed ($rc)"; }
+TX=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
+[ -n "$TX" ] || { cat "$WORK/pgbench.out" "$WORK/pgbench.err" >&2; die "cannot read pgbench's transaction count"; }
+wait_drained 600
+kill -TERM "$WORKER_PID"
+rc=0; wait "$WORKER_PID" || rc=$?
+WORKER_PID=""
+[ "$rc" = 0 ] || { tail -n 20 "$WORK/worker.log" >&2; die "the worker exited with $rc after SIGTERM"; }
+
+# ---- exactly once --------------------------------------------------------------------------------
+ENQUEUED=$((DRAIN_N + TX * BATCH))
+RAN=$(sed -n 's/.* \([0-9][0-9]*\) handler(s) ran;.*/\1/p' "$WORK/worker.log" | gawk '{ s += $1 } END { print s + 0 }')
+DEAD_LETTERS=$(sql "$DB" -c "select count(*) from dead_letter_jobs")
+echo "# enqueued $ENQUEUED jobs ($DRAIN_N + $TX transactions x $BATCH); handlers ran $RAN times; $DEAD_LETTERS dead letters"
+grep -h -E '\] \[(warning|error|critical)\]' "$WORK/worker.log" | head -n 5 | sed 's/^/#   worker log: /' || true
+
+# ---- the table -----------------------------------------------------------------------------------
+# The worker's 10 s reports, bucketed into soak minutes by their timestamps.
+START_EPOCH=$(date -u -d "$SOAK_START_WALL" +%s)
+gawk -v start="$START_EPOCH" -v sample="$SAMPLE_S" '
+  /queue default: [0-9]+ completed/ {
+    ts = substr($1, 2) " " substr($2, 1, 8)
+    gsub(/[-:]/, " ", ts)
+    t = mktime(ts, 1)
+    m = int((t - start - 0.001) / sample) + 1
+    if (m < 1) next
+    match($0, /: ([0-9]+) completed/, c); done[m] += c[1]
+    if (match($0, /p99 ([0-9.]+) ms/, p)) { n[m]++; p99[m, n[m]] = p[1] }
+  }
+  END {
+    for (m in done) {
+      k = n[m]; med = ""
+      if (k > 0) {
+        for (i = 1; i <= k; i++) a[i] = p99[m, i]
+        asort(a); med = a[int((k + 1) / 2)]; delete a
+      }
+      print m, done[m], med
+    }
+  }' "$WORK/worker.log" | sort -n >"$WORK/minutes"
+
+echo
+echo "| minute | completed/s | claim p99 ms (median of 10 s windows) | backlog | job_rows live | job_rows dead | job_rows MB | claim_batches dead | batch_completions dead | claim_cursors dead | vacuums of job_rows |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+gawk -v sample="$SAMPLE_S" '
+  FNR == NR { done[$1] = $2; p99[$1] = $3; next }
+  {
+    for (i = 2; i <= NF; i++) {
+      if ($i ~ /^(job_rows|claim_batches|batch_completions|claim_cursors):/) {
+        split($i, f, ":"); live[f[1]] = f[2]; dead[f[1]] = f[3]; vac[f[1]] = f[4]
+      } else if ($i ~ /^size:/) { split($i, f, ":"); size = f[2]
+      } else if ($i ~ /^backlog:/) { split($i, f, ":"); backlog = f[2] }
+    }
+    m = $1
+    printf "| %d | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %s | %s |\n", m, done[m] / sample,
+      p99[m], backlog, live["job_rows"], dead["job_rows"], size / 1048576, dead["claim_batches"],
+      dead["batch_completions"], dead["claim_cursors"], vac["job_rows"]
+  }' "$WORK/minutes" "$SAMPLES"
+
+# ---- the checks ----------------------------------------------------------------------------------
+FAILED=0
+WINDOW=$(( 300 / SAMPLE_S )); [ "$WINDOW" -ge 1 ] || WINDOW=1
+M=$(wc -l <"$WORK/minutes")
+read -r FIRST LAST P99_FIRST P99_LAST < <(gawk -v w="$WINDOW" -v M="$M" '
+  { done[$1] = $2; p[$1] = $3 }
+  END {
+    for (m = 1; m <= w; m++) { f += done[m]; pf[m] = p[m] }
+    for (m = M - w + 1; m <= M; m++) { l += done[m]; pl[m - M + w] = p[m] }
+    asort(pf); asort(pl)
+    printf "%.0f %.0f %s %s\n", f, l, pf[int((w + 1) / 2)], pl[int((w + 1) / 2)]
+  }' "$WORK/minutes")
+RATIO=$(fdiv "$LAST" "$FIRST" 3)
+RET_S=$(gawk -v r="$RETENTION" 'BEGIN { n = r + 0; u = r; sub(/^[0-9.]+/, "", u);
+  m = (u == "ms") ? 0.001 : (u == "m") ? 60 : (u == "h") ? 3600 : 1; print int(n * m) }')
+DEAD_BOUND=${DEAD_BOUND:-$(gawk -v r="$RATE" -v s="$RET_S" 'BEGIN { printf "%.0f", 0.25 * r * s + 5000 }')}
+read -r MAX_DEAD MAX_SMALL < <(gawk '{
+  for (i = 2; i <= NF; i++) if ($i ~ /:/) {
+    split($i, f, ":")
+    if (f[1] == "job_rows" && f[3] > d) d = f[3]
+    if (f[1] ~ /^(claim_batches|batch_completions|claim_cursors)$/ && f[3] > s) s = f[3]
+  } } END { print d + 0, s + 0 }' "$SAMPLES")
+check() { if [ "$1" = 1 ]; then echo "# PASS $2"; else echo "# FAIL $2"; FAILED=1; fi; }
+echo
+check "$([ "$RAN" = "$ENQUEUED" ] && [ "$DEAD_LETTERS" = 0 ] && echo 1)" \
+  "exactly once: $RAN handler runs for $ENQUEUED jobs, $DEAD_LETTERS dead letters"
+check "$(gawk -v r="$RATIO" 'BEGIN { print (r >= 0.9) }')" \
+  "throughput: last 5 min $(fdiv "$LAST" 300 0) jobs/s = $RATIO x the first 5 min ($(fdiv "$FIRST" 300 0) jobs/s); bound >= 0.9"
+check "$(gawk -v d="$MAX_DEAD" -v b="$DEAD_BOUND" 'BEGIN { print (d <= b) }')" \
+  "dead tuples of job_rows: at most $MAX_DEAD in any sample; bound $DEAD_BOUND (25% of RATE x retention + 5,000)"
+check "$(gawk -v d="$MAX_SMALL" 'BEGIN { print (d <= 100000) }')" \
+  "dead tuples of claim_batches, batch_completions, claim_cursors: at most $MAX_SMALL; bound 100,000"
+check "$(gawk -v a="$P99_FIRST" -v b="$P99_LAST" 'BEGIN { print (b + 0 <= 1.5 * a + 2) }')" \
+  "claim p99: ${P99_LAST:-?} ms in the last 5 min vs ${P99_FIRST:-?} ms in the first 5; bound 1.5 x + 2 ms"
+echo "RESULT soak minutes=$MINUTES rate=$RATE drain_rate=$DRAIN_RATE throughput_ratio=$RATIO max_dead_job_rows=$MAX_DEAD claim_p99_first_ms=${P99_FIRST:-0} claim_p99_last_ms=${P99_LAST:-0}"
+exit "$FAILED"

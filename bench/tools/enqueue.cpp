@@ -1,0 +1,88 @@
+// aw-bench-enqueue: bulk enqueue throughput of aw::enqueue_many from one
+// client: batches of --batch jobs, one transaction each, until --jobs
+// were enqueued. Each job has small args ({"n": i}), like the drain's.
+//
+//   aw-bench-enqueue --url postgresql://... [--jobs 1000000] [--batch 1000]
+//
+// Prints `RESULT enqueue_many jobs=.. batch=.. seconds=.. jobs_per_sec=..`.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "storage/enqueue.hpp"
+
+namespace {
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "aw-bench-enqueue: " << why
+            << "\nusage: aw-bench-enqueue --url URL [--jobs N] [--batch N]\n";
+  std::exit(2);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string url;
+  long jobs = 1'000'000;
+  long batch = 1000;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc)
+      usage("missing value after " + flag);
+    std::string value = argv[++i];
+    char* end = nullptr;
+    long n = std::strtol(value.c_str(), &end, 10);
+    bool numeric = !value.empty() && *end == '\0' && n > 0;
+    if (flag == "--url")
+      url = value;
+    else if (flag == "--jobs" && numeric)
+      jobs = n;
+    else if (flag == "--batch" && numeric)
+      batch = n;
+    else if (flag == "--jobs" || flag == "--batch")
+      usage(flag + " takes a positive integer, not '" + value + "'");
+    else
+      usage("unknown flag " + flag);
+  }
+  if (url.empty())
+    usage("--url is required");
+  try {
+    pqxx::connection conn{url};
+    std::vector<aw::enqueue_request> requests(static_cast<size_t>(batch));
+    for (auto& r : requests)
+      r.kind = "noop";
+    auto t0 = std::chrono::steady_clock::now();
+    long done = 0;
+    while (done < jobs) {
+      auto n = std::min(batch, jobs - done);
+      requests.resize(static_cast<size_t>(n));
+      for (long k = 0; k < n; ++k)
+        requests[static_cast<size_t>(k)].args = nlohmann::json{{"n", done + k}};
+      pqxx::work tx{conn};
+      auto ids = aw::enqueue_many(tx, requests);
+      tx.commit();
+      if (ids.size() != static_cast<size_t>(n)) {
+        std::cerr << "aw-bench-enqueue: a batch of " << n << " returned "
+                  << ids.size() << " ids\n";
+        return 1;
+      }
+      done += n;
+    }
+    double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count();
+    std::printf("RESULT enqueue_many jobs=%ld batch=%ld seconds=%.3f "
+                "jobs_per_sec=%.0f\n",
+                done, batch, seconds, static_cast<double>(done) / seconds);
+  } catch (const std::exception& e) {
+    std::cerr << "aw-bench-enqueue: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
