@@ -42,6 +42,18 @@ SELECT r.kind, r.queue, r.args,
 RETURNING id
 )sql";
 
+// The bulk path for jobs with nothing but kind, queue, args and priority
+// (due at once, default everything else): one array per column, which the
+// server reads far faster than a JSON document per row. Such jobs always
+// go on their queue's lane.
+constexpr const char* enqueue_plain_sql = R"sql(
+INSERT INTO job_rows (kind, queue, args, priority, ready_xid)
+SELECT u.kind, u.queue, u.args, u.priority, pg_current_xact_id()
+  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[])
+       AS u(kind, queue, args, priority)
+RETURNING id
+)sql";
+
 // A unique job: the key is a SHA-256 of kind, args (jsonb text is
 // canonical: keys sorted), optionally queue and period bucket.
 constexpr const char* unique_key_sql = R"sql(
@@ -158,6 +170,27 @@ nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
   return row;
 }
 
+/// True when the bulk path (enqueue_plain_sql) can insert the job: every
+/// option but queue and priority at its default.
+bool plain(const insert_options& o) {
+  return !o.unique && !o.max_attempts && !o.run_at && o.delay.count() == 0
+         && o.metadata.is_object() && o.metadata.empty() && o.tags.empty()
+         && !o.deadline && !o.ordering_key;
+}
+
+/// Appends `text` to an array literal as one quoted element.
+void append_element(std::string& literal, const std::string& text) {
+  if (literal.size() > 1)
+    literal += ',';
+  literal += '"';
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      literal += '\\';
+    literal += c;
+  }
+  literal += '"';
+}
+
 } // namespace
 
 namespace {
@@ -197,17 +230,49 @@ std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
   if (jobs.empty())
     return {};
   std::vector<int64_t> ids(jobs.size(), 0);
+  // Three paths, each keeping request order: plain jobs as column arrays,
+  // other non-unique jobs as one JSON document, unique jobs one by one.
+  std::string kinds = "{", queues = "{", args = "{", priorities = "{";
+  std::vector<size_t> plain_jobs;
   auto rows = nlohmann::json::array();
-  std::vector<size_t> bulk; // positions of the jobs inserted together
+  std::vector<size_t> bulk;
   std::vector<nlohmann::json> unique_rows(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
-    auto row = to_row(jobs[i].kind, jobs[i].args, jobs[i].options);
-    if (jobs[i].options.unique) {
+    const auto& job = jobs[i];
+    if (plain(job.options)) {
+      // The same checks as to_row() for the fields this path takes.
+      if (job.kind.empty())
+        throw std::invalid_argument("enqueue: the job kind must not be empty");
+      if (job.options.queue.empty())
+        throw std::invalid_argument("enqueue: the queue of kind '" + job.kind
+                                    + "' must not be empty");
+      append_element(kinds, job.kind);
+      append_element(queues, job.options.queue);
+      append_element(args, job.args.is_null() ? std::string{"{}"}
+                                              : job.args.dump());
+      if (priorities.size() > 1)
+        priorities += ',';
+      priorities += std::to_string(job.options.priority);
+      plain_jobs.push_back(i);
+      continue;
+    }
+    auto row = to_row(job.kind, job.args, job.options);
+    if (job.options.unique) {
       unique_rows[i] = std::move(row);
     } else {
       rows.push_back(std::move(row));
       bulk.push_back(i);
     }
+  }
+  if (!plain_jobs.empty()) {
+    kinds += '}';
+    queues += '}';
+    args += '}';
+    priorities += '}';
+    auto result = tx.exec_params(enqueue_plain_sql, kinds, queues, args,
+                                 priorities);
+    for (size_t k = 0; k < result.size() && k < plain_jobs.size(); ++k)
+      ids[plain_jobs[k]] = result[k][0].as<int64_t>();
   }
   if (!bulk.empty()) {
     auto result = tx.exec_params(enqueue_sql, rows.dump());

@@ -75,9 +75,11 @@ struct enqueue_request {
 int64_t enqueue(pqxx::transaction_base& tx, const std::string& kind,
                 const nlohmann::json& args, const insert_options& opts = {});
 
-/// Inserts many jobs in one statement (one NOTIFY per queue) and returns
-/// their ids in request order. Unique jobs take a statement each (see
-/// unique_options): their id is the existing job's when one blocks them.
+/// Inserts many jobs and returns their ids in request order: jobs with no
+/// option but queue and priority in one statement (column arrays, the
+/// fast path), the other non-unique jobs in one more, unique jobs in a
+/// statement each (see unique_options: their id is the existing job's when
+/// one blocks them). One NOTIFY per statement and queue.
 std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
                                   const std::vector<enqueue_request>& jobs);
 

@@ -252,6 +252,47 @@ BOOST_AUTO_TEST_CASE(enqueue_many_inserts_in_one_statement_and_returns_ids_in_re
   BOOST_TEST(db.scalar("SELECT n FROM insert_statements") == 1);
 }
 
+BOOST_AUTO_TEST_CASE(enqueue_many_mixes_plain_and_optioned_jobs_keeping_args_and_order) {
+  // Plain jobs travel as column arrays, others as a JSON document: args
+  // that need escaping in either arrive intact, and ids follow the requests.
+  aw::test::fresh_database db;
+  std::vector<aw::enqueue_request> requests;
+  const std::vector<nlohmann::json> tricky = {
+    {{"quote", "say \"hi\""}, {"backslash", "C:\\dir\\"}},
+    {{"braces", "{a,b}"}, {"comma", "x,y"}, {"nul_free_unicode", "\u00e9\u4e2d\U0001F600"}},
+    nlohmann::json::array({1, "two", nullptr, {{"three", 3}}}),
+    nullptr,
+  };
+  for (int i = 0; i < 40; ++i) {
+    aw::enqueue_request r;
+    r.kind = "k";
+    r.args = tricky[static_cast<size_t>(i) % tricky.size()];
+    if (i % 5 == 1)
+      r.options.tags = {"t"};
+    if (i % 5 == 2)
+      r.options.delay = std::chrono::hours(1);
+    if (i % 5 == 3)
+      r.options.metadata = {{"m", i}};
+    requests.push_back(std::move(r));
+  }
+  auto conn = db.connect();
+  pqxx::work tx{*conn};
+  auto ids = aw::enqueue_many(tx, requests);
+  tx.commit();
+  BOOST_REQUIRE_EQUAL(ids.size(), requests.size());
+  aw::test::db_session s{db.url};
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto id = std::to_string(ids[i]);
+    auto stored = nlohmann::json::parse(s.text("SELECT args::text FROM jobs WHERE id = " + id));
+    auto expected = requests[i].args.is_null() ? nlohmann::json::object() : requests[i].args;
+    BOOST_TEST(stored == expected, "job " << i << ": " << stored.dump());
+    BOOST_TEST(s.text("SELECT state FROM jobs WHERE id = " + id)
+               == (i % 5 == 2 ? "scheduled" : "available"));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE 't' = ANY (tags)") == 8);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE metadata ? 'm'") == 8);
+}
+
 BOOST_AUTO_TEST_CASE(a_due_job_sends_one_notification_with_the_queue_name) {
   aw::test::fresh_database db;
   listening listener{db.url};
