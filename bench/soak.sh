@@ -147,7 +147,7 @@ SAMPLES="$WORK/samples"
 : >"$SAMPLES"
 minute=0
 while kill -0 "$PGBENCH_PID" 2>/dev/null; do
-  next=$(gawk -v s="$SOAK_START" -v m="$((minute + 1))" -v p="$SAMPLE_S" 'BEGIN { print s + m * p }')
+  next=$(gawk -v s="$SOAK_START" -v m="$((minute + 1))" -v p="$SAMPLE_S" 'BEGIN { printf "%.3f", s + m * p }')
   while kill -0 "$PGBENCH_PID" 2>/dev/null && [ "$(fsub "$next" "$(now)" | cut -c1)" != - ]; do sleep 1; done
   kill -0 "$PGBENCH_PID" 2>/dev/null || break
   kill -0 "$WORKER_PID" 2>/dev/null || { tail -n 20 "$WORK/worker.log" >&2; die "the worker exited during the soak"; }

@@ -140,6 +140,52 @@ BOOST_AUTO_TEST_CASE(reclaim_window_below_three_heartbeats_is_rejected) {
                       "queues.default.deadline"));
 }
 
+BOOST_AUTO_TEST_CASE(local_buffer_and_scheduler_keys_have_defaults_and_are_read) {
+  auto defaults = aw::parse_config("", "worker.toml");
+  BOOST_TEST(defaults.worker.local_queue_size == aw::defaults::local_queue_size);
+  BOOST_TEST(defaults.worker.local_queue_bytes
+             == aw::defaults::local_queue_bytes);
+  BOOST_TEST(defaults.queues[0].local_queue_size == 0); // the worker's
+  BOOST_TEST(defaults.scheduler.threads == 0);
+  BOOST_TEST(defaults.scheduler.policy == "sharing");
+  auto cfg = aw::parse_config(R"(
+[worker]
+local_queue_size = 500
+local_queue_bytes = "8MiB"
+[scheduler]
+threads = 3
+policy = "stealing"
+[queues.big]
+local_queue_size = 20
+local_queue_bytes = 1048576
+)",
+                              "worker.toml");
+  BOOST_TEST(cfg.worker.local_queue_size == 500);
+  BOOST_TEST(cfg.worker.local_queue_bytes == int64_t{8} << 20);
+  BOOST_TEST(cfg.scheduler.threads == 3);
+  BOOST_TEST(cfg.scheduler.policy == "stealing");
+  BOOST_REQUIRE_EQUAL(cfg.queues.size(), 1u);
+  BOOST_TEST(cfg.queues[0].local_queue_size == 20);
+  BOOST_TEST(cfg.queues[0].local_queue_bytes == 1048576);
+  BOOST_TEST(aw::parse_size("512KiB") == 512 * 1024);
+  BOOST_TEST(aw::parse_size("1GiB") == int64_t{1} << 30);
+  BOOST_CHECK_THROW(aw::parse_size("lots"), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(bad_local_buffer_and_scheduler_values_name_the_key) {
+  auto size = error_of("[worker]\nlocal_queue_bytes = \"64 apples\"\n");
+  BOOST_TEST(contains(size, "worker.toml:2"), size);
+  BOOST_TEST(contains(size, "worker.local_queue_bytes"), size);
+  BOOST_TEST(contains(error_of("[queues.default]\nlocal_queue_size = 0\n"),
+                      "queues.default.local_queue_size"));
+  auto policy = error_of("[scheduler]\npolicy = \"fair\"\n");
+  BOOST_TEST(contains(policy, "scheduler.policy"), policy);
+  BOOST_TEST(contains(policy, "fair"), policy);
+  BOOST_TEST(contains(error_of("[scheduler]\nthreads = -2\n"),
+                      "scheduler.threads"));
+  BOOST_TEST(contains(error_of("[scheduler]\nqueue = 1\n"), "unknown key"));
+}
+
 BOOST_AUTO_TEST_CASE(invalid_toml_names_file_and_line) {
   auto msg = error_of("[worker\nnode = 1\n");
   BOOST_TEST(contains(msg, "worker.toml:1"), msg);
