@@ -81,9 +81,11 @@ sql postgres -c "create database $DB"
 echo "# soak.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores; $(sql postgres -c 'select version()' | cut -d, -f1)"
 echo "# worker: $BIN; concurrency $CONCURRENCY; completed_retention $RETENTION; otherwise shipped defaults"
 
-# Anything left? (as in run.sh: index probes only)
+# Anything left? (as in run.sh: index probes only; no cursor yet means the
+# lanes were never claimed from)
 LEFT_SQL="select exists(select 1 from claim_batches where closed_at is null)
   or exists(select 1 from job_rows where ready_xid is null and state in ('available','running'))
+  or not exists(select 1 from claim_cursors)
   or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
               where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
                 and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
