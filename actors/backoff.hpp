@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "config/defaults.hpp"
+#include "actor_worker/config/defaults.hpp"
 
 namespace aw {
 

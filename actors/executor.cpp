@@ -1,11 +1,11 @@
-#include "actors/executor.hpp"
+#include "actor_worker/actors/executor.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "config/config.hpp"
-#include "messages/error.hpp"
+#include "actor_worker/config/config.hpp"
+#include "actor_worker/messages/error.hpp"
 
 namespace aw {
 

@@ -28,8 +28,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/job_runner.hpp"
-#include "messages/actors.hpp"
+#include "actor_worker/actors/job_runner.hpp"
+#include "actor_worker/messages/actors.hpp"
 
 namespace aw {
 

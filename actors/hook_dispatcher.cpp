@@ -1,14 +1,14 @@
-#include "actors/hook_dispatcher.hpp"
+#include "actor_worker/actors/hook_dispatcher.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include "app/registry.hpp"
+#include "actor_worker/messages/job_handlers.hpp"
 
 namespace aw {
 
 hook_dispatcher_actor::behavior_type
 hook_dispatcher_behavior(hook_dispatcher_actor::pointer,
-                         std::shared_ptr<const registry> reg) {
+                         std::shared_ptr<const job_handlers> reg) {
   return {
     [reg](const job_event& e) {
       try {

@@ -9,14 +9,14 @@
 
 #include <caf/typed_event_based_actor.hpp>
 
-#include "messages/actors.hpp"
+#include "actor_worker/messages/actors.hpp"
 
 namespace aw {
 
-class registry;
+class job_handlers;
 
 hook_dispatcher_actor::behavior_type
 hook_dispatcher_behavior(hook_dispatcher_actor::pointer self,
-                         std::shared_ptr<const registry> reg);
+                         std::shared_ptr<const job_handlers> reg);
 
 } // namespace aw

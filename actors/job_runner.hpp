@@ -2,23 +2,19 @@
 // Where executors start their jobs' handlers. A handler that never blocks
 // runs inline on the executor's CAF thread, an asynchronous one starts
 // inline and completes later from anywhere, and one that may block runs on
-// the bounded blocking pool, never on CAF's cooperative workers. Tests plug
-// in a runner they control.
+// the bounded blocking pool, never on CAF's cooperative workers
+// (app/registry_runner.hpp, the runtime's runner). Tests plug in a runner
+// they control.
 
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <unordered_set>
 
-#include "app/cancellation.hpp"
-#include "messages/job.hpp"
+#include "actor_worker/messages/cancellation.hpp"
+#include "actor_worker/messages/job.hpp"
 
 namespace aw {
-
-class blocking_pool;
-class registry;
 
 /// Runs callbacks of asynchronous handlers on their executor after a delay.
 class timer_service {
@@ -59,35 +55,6 @@ public:
   virtual void abandoned(int64_t id) {
     static_cast<void>(id);
   }
-};
-
-/// The runtime's runner: a registry's handlers, blocking ones on a pool of
-/// at most `max_blocking_threads` threads.
-class registry_runner : public job_runner {
-public:
-  registry_runner(std::shared_ptr<const registry> reg,
-                  size_t max_blocking_threads);
-  ~registry_runner() override;
-
-  std::optional<job_outcome> start(claimed_job job, const run_context& ctx,
-                                   completion done) override;
-
-  void abandoned(int64_t id) override;
-
-  /// Threads of the blocking pool alive now.
-  size_t blocking_threads() const;
-
-private:
-  std::shared_ptr<const registry> reg_;
-  std::shared_ptr<blocking_pool> pool_;
-  /// Blocking jobs whose handler runs now, and those of them the executor
-  /// gave up on (each holds a thread the pool may replace meanwhile).
-  struct blocking_runs {
-    std::mutex mtx;
-    std::unordered_set<int64_t> running;
-    std::unordered_set<int64_t> abandoned;
-  };
-  std::shared_ptr<blocking_runs> runs_;
 };
 
 } // namespace aw

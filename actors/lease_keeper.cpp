@@ -1,4 +1,4 @@
-#include "actors/lease_keeper.hpp"
+#include "actor_worker/actors/lease_keeper.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "config/config.hpp"
-#include "messages/error.hpp"
+#include "actor_worker/config/config.hpp"
+#include "actor_worker/messages/error.hpp"
 
 namespace aw {
 

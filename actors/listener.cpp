@@ -1,10 +1,10 @@
-#include "actors/listener.hpp"
+#include "actor_worker/actors/listener.hpp"
 
 #include <set>
 
 #include <spdlog/spdlog.h>
 
-#include "storage/db_error.hpp"
+#include "actor_worker/storage/db_error.hpp"
 
 namespace aw {
 

@@ -10,9 +10,9 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/backoff.hpp"
-#include "messages/actors.hpp"
-#include "storage/notification_listener.hpp"
+#include "actor_worker/actors/backoff.hpp"
+#include "actor_worker/messages/actors.hpp"
+#include "actor_worker/storage/notification_listener.hpp"
 
 namespace aw {
 

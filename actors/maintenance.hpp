@@ -1,18 +1,21 @@
 #pragma once
 // Maintenance: every maintenance_interval it deletes completed and
 // cancelled rows past their retention, in batches (a full batch goes again
-// at once), then vacuums the queue tables whose dead tuples passed their
-// bound (config/defaults.hpp): keeping the hot tables healthy is the
-// runtime's job, not the operator's. It works over a storage actor (a
-// connection) of its own, so a long vacuum never delays claims or
-// heartbeats.
+// at once), then vacuums the small lane tables (claim_batches,
+// batch_completions, claim_cursors) whose dead tuples passed their bound
+// (config/defaults.hpp): keeping the hot tables healthy is the runtime's
+// job, not the operator's. job_rows is left to autovacuum: claims never
+// read its dead tuples (lanes are read from their cursor on), and
+// vacuuming a table of millions of rows every few seconds would cost more
+// than it saves. It works over a storage actor (a connection) of its own,
+// so a vacuum never delays claims or heartbeats.
 
 #include <chrono>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "messages/actors.hpp"
+#include "actor_worker/messages/actors.hpp"
 
 namespace aw {
 

@@ -1,4 +1,4 @@
-#include "actors/poll_gate.hpp"
+#include "actor_worker/actors/poll_gate.hpp"
 
 #include <algorithm>
 

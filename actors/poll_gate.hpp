@@ -12,7 +12,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "messages/actors.hpp"
+#include "actor_worker/messages/actors.hpp"
 
 namespace aw {
 

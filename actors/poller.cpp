@@ -1,11 +1,11 @@
-#include "actors/poller.hpp"
+#include "actor_worker/actors/poller.hpp"
 
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
-#include "actors/executor.hpp"
-#include "messages/error.hpp"
+#include "actor_worker/actors/executor.hpp"
+#include "actor_worker/messages/error.hpp"
 
 namespace aw {
 

@@ -36,9 +36,9 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "actors/backoff.hpp"
-#include "actors/job_runner.hpp"
-#include "messages/actors.hpp"
+#include "actor_worker/actors/backoff.hpp"
+#include "actor_worker/actors/job_runner.hpp"
+#include "actor_worker/messages/actors.hpp"
 
 namespace aw {
 

@@ -1,12 +1,12 @@
-#include "actors/storage.hpp"
+#include "actor_worker/actors/storage.hpp"
 
 #include <map>
 
 #include <spdlog/spdlog.h>
 
-#include "messages/error.hpp"
-#include "storage/db_error.hpp"
-#include "storage/schema_check.hpp"
+#include "actor_worker/messages/error.hpp"
+#include "actor_worker/storage/db_error.hpp"
+#include "actor_worker/storage/schema_check.hpp"
 
 namespace aw {
 

@@ -1,18 +1,18 @@
-#include "actors/supervisor.hpp"
+#include "actor_worker/actors/supervisor.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/system_messages.hpp>
 #include <caf/exit_reason.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/lease_keeper.hpp"
-#include "actors/listener.hpp"
-#include "actors/poll_gate.hpp"
-#include "actors/maintenance.hpp"
-#include "actors/poller.hpp"
-#include "actors/storage.hpp"
-#include "app/registry.hpp"
-#include "messages/error.hpp"
+#include "actor_worker/actors/lease_keeper.hpp"
+#include "actor_worker/actors/listener.hpp"
+#include "actor_worker/actors/poll_gate.hpp"
+#include "actor_worker/actors/maintenance.hpp"
+#include "actor_worker/actors/poller.hpp"
+#include "actor_worker/actors/storage.hpp"
+#include "actor_worker/messages/job_handlers.hpp"
+#include "actor_worker/messages/error.hpp"
 
 namespace aw {
 
@@ -140,7 +140,7 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
   auto opts = store_options(st.cfg);
   storage_extras extras;
   extras.dispatcher = st.cfg.hooks;
-  if (auto reg = st.cfg.reg) {
+  if (auto reg = st.cfg.handlers) {
     extras.observed_kinds = reg->observed_kinds();
     extras.follow_ups = [reg](const job_event& e) {
       return reg->follow_ups(make_event(e));

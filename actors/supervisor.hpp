@@ -17,14 +17,14 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "actors/backoff.hpp"
-#include "actors/job_runner.hpp"
-#include "config/config.hpp"
-#include "messages/actors.hpp"
+#include "actor_worker/actors/backoff.hpp"
+#include "actor_worker/actors/job_runner.hpp"
+#include "actor_worker/config/config.hpp"
+#include "actor_worker/messages/actors.hpp"
 
 namespace aw {
 
-class registry;
+class job_handlers;
 
 struct supervisor_config {
   runtime_config config;
@@ -33,7 +33,7 @@ struct supervisor_config {
   /// Starts the handlers.
   std::shared_ptr<job_runner> runner;
   /// Hooks and follow-ups.
-  std::shared_ptr<const registry> reg;
+  std::shared_ptr<const job_handlers> handlers;
   /// Runs the hooks of committed transitions.
   hook_dispatcher_actor hooks;
 };

@@ -1,4 +1,4 @@
-#include "app/builtin_kinds.hpp"
+#include "actor_worker/app/builtin_kinds.hpp"
 
 #include <memory>
 #include <optional>
@@ -6,8 +6,8 @@
 
 #include <pqxx/pqxx>
 
-#include "app/registry.hpp"
-#include "config/config.hpp"
+#include "actor_worker/app/registry.hpp"
+#include "actor_worker/config/config.hpp"
 
 namespace aw {
 

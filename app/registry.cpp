@@ -1,4 +1,4 @@
-#include "app/registry.hpp"
+#include "actor_worker/app/registry.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -11,33 +11,6 @@ namespace aw {
 
 namespace {
 
-/// Error messages come from arbitrary exceptions; the database only takes
-/// valid UTF-8 without NUL. Invalid bytes become '?', and very long
-/// messages are cut so one failure cannot bloat the row.
-std::string sanitize_message(const std::string& in) {
-  constexpr size_t max_bytes = 4096;
-  std::string out;
-  out.reserve(std::min(in.size(), max_bytes));
-  size_t i = 0;
-  while (i < in.size() && out.size() < max_bytes) {
-    auto c = static_cast<unsigned char>(in[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
-                                                  : (c >> 3) == 0x1E ? 4 : 0;
-    bool valid = len > 0 && i + len <= in.size() && c != 0;
-    for (size_t k = 1; valid && k < len; ++k)
-      valid = (static_cast<unsigned char>(in[i + k]) >> 6) == 0x2;
-    if (valid) {
-      out.append(in, i, len);
-      i += len;
-    } else {
-      out.push_back('?');
-      ++i;
-    }
-  }
-  if (i < in.size())
-    out += " [truncated]";
-  return out;
-}
 
 } // namespace
 
@@ -85,51 +58,14 @@ terminal_error registry::malformed_args_error(const std::string& kind,
   return terminal_error("malformed args for job kind '" + kind + "': " + why);
 }
 
-job_outcome registry::failure(int64_t id, outcome_kind kind,
-                              const std::string& message) {
-  job_outcome out;
-  out.job_id = id;
-  out.kind = kind;
-  out.message = sanitize_message(message);
-  return out;
-}
-
-job_outcome registry::to_job_outcome(int64_t id, const std::string& kind,
-                                     const outcome& o) {
-  if (o.delay().count() < 0)
-    return failure(id, outcome_kind::terminal_failure,
-                   "the handler of kind '" + kind
-                     + "' returned a negative delay");
-  job_outcome out;
-  out.job_id = id;
-  out.kind = o.kind();
-  out.delay_ms = o.delay().count();
-  out.message = sanitize_message(o.message());
-  return out;
-}
-
-job_outcome registry::from_exception(int64_t id, const std::string& kind,
-                                     std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const terminal_error& ex) {
-    return registry::failure(id, outcome_kind::terminal_failure, ex.what());
-  } catch (const std::exception& ex) {
-    return registry::failure(id, outcome_kind::retryable_failure, ex.what());
-  } catch (...) {
-    return registry::failure(id, outcome_kind::retryable_failure,
-                             "the handler of kind '" + kind
-                               + "' threw a non-standard exception");
-  }
-}
 
 job_outcome registry::run(const claimed_job& job,
                           const cancellation_token& cancel) const {
   auto i = handlers_.find(job.kind);
   if (i == handlers_.end())
-    return failure(job.id, outcome_kind::terminal_failure,
-                   "unknown job kind '" + job.kind
-                     + "': no handler is registered for it on this worker");
+    return failure_of(job.id, outcome_kind::terminal_failure,
+                      "unknown job kind '" + job.kind
+                        + "': no handler is registered for it on this worker");
   if (!i->second.sync) {
     // An asynchronous kind, run to its end on this thread (tests, one-off
     // runs; the runtime starts these without a thread): its timers sleep
@@ -157,15 +93,15 @@ job_outcome registry::run(const claimed_job& job,
   try {
     args = nlohmann::json::parse(job.args);
   } catch (const std::exception& e) {
-    return failure(job.id, outcome_kind::terminal_failure,
-                   malformed_args_error(job.kind, e.what()).what());
+    return failure_of(job.id, outcome_kind::terminal_failure,
+                      malformed_args_error(job.kind, e.what()).what());
   }
   job_context ctx{job.id,          job.kind,     job.queue, job.attempt,
                   job.error_count, job.metadata, cancel};
   try {
-    return to_job_outcome(job.id, job.kind, i->second.sync(args, ctx));
+    return outcome_of(job.id, job.kind, i->second.sync(args, ctx));
   } catch (...) {
-    return from_exception(job.id, job.kind, std::current_exception());
+    return outcome_of_exception(job.id, job.kind, std::current_exception());
   }
 }
 
@@ -245,16 +181,6 @@ std::vector<std::string> registry::observed_kinds() const {
 
 bool registry::has_hooks(const std::string& kind) const {
   return hooks_.count(kind) > 0;
-}
-
-bool registry::has_follow_ups(const std::string& kind, event_type type) const {
-  auto i = follow_ups_.find(kind);
-  if (i == follow_ups_.end())
-    return false;
-  for (auto& spec : i->second)
-    if (spec.type == type)
-      return true;
-  return false;
 }
 
 } // namespace aw

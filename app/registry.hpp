@@ -14,16 +14,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/async.hpp"
-#include "app/event.hpp"
-#include "app/handler.hpp"
-#include "app/outcome.hpp"
-#include "messages/job.hpp"
-#include "storage/enqueue.hpp"
+#include "actor_worker/messages/async.hpp"
+#include "actor_worker/messages/event.hpp"
+#include "actor_worker/messages/handler.hpp"
+#include "actor_worker/messages/outcome.hpp"
+#include "actor_worker/messages/job.hpp"
+#include "actor_worker/messages/enqueue_request.hpp"
+#include "actor_worker/messages/job_handlers.hpp"
 
 namespace aw {
 
-class registry {
+/// Handlers, hooks and follow-ups by job kind (see messages/job_handlers.hpp
+/// for what the actors use).
+class registry : public job_handlers {
 public:
   /// A handler of raw JSON args.
   using raw_handler
@@ -33,16 +36,6 @@ public:
   using raw_async_handler = std::function<void(
     const nlohmann::json& args, const async_context& ctx, job_promise done)>;
 
-  /// How the runtime runs a kind's handler.
-  enum class dispatch : uint8_t {
-    /// On the blocking pool.
-    blocking,
-    /// Inline on the executor's thread, to its end (non-blocking handlers,
-    /// and kinds without a handler, which fail at once).
-    inline_sync,
-    /// Started inline; completes through its job_promise.
-    async,
-  };
 
   /// Registers `fn(const Args&, const job_context&)` for `kind`; it returns
   /// nothing (completed) or an aw::outcome. Args that do not parse into
@@ -103,7 +96,7 @@ public:
   std::vector<std::string> kinds() const;
 
   /// How `kind`'s handler runs.
-  dispatch dispatch_of(const std::string& kind) const;
+  dispatch dispatch_of(const std::string& kind) const override;
 
   /// Runs the job's handler to its end on the calling thread and maps how
   /// it ended to an outcome (an asynchronous handler's timers then sleep on
@@ -111,31 +104,17 @@ public:
   /// terminal failures, a terminal_error is terminal, any other exception
   /// is retryable.
   job_outcome run(const claimed_job& job,
-                  const cancellation_token& cancel = {}) const;
+                  const cancellation_token& cancel = {}) const override;
 
   /// Starts the job's asynchronous handler; `done` receives the outcome
   /// exactly once (possibly before start returns). Never throws.
   void start(const claimed_job& job, async_context ctx,
-             job_promise::sink done) const;
+             job_promise::sink done) const override;
 
   /// The error a typed handler throws when its args do not parse.
   static terminal_error malformed_args_error(const std::string& kind,
                                              const std::string& why);
 
-  /// The outcome of job `id` of `kind` that ended with `o`: messages are
-  /// sanitized to valid UTF-8 and bounded; a negative delay is a terminal
-  /// failure.
-  static job_outcome to_job_outcome(int64_t id, const std::string& kind,
-                                    const outcome& o);
-
-  /// A failure of job `id` (retryable or terminal) with `message`.
-  static job_outcome failure(int64_t id, outcome_kind kind,
-                             const std::string& message);
-
-  /// How a handler's exception `e` ends the run of job `id`: terminal_error
-  /// is terminal, anything else retryable.
-  static job_outcome from_exception(int64_t id, const std::string& kind,
-                                    std::exception_ptr e);
 
   // -- lifecycle hooks ----------------------------------------------------------
 
@@ -161,7 +140,7 @@ public:
   }
 
   /// Runs the hooks of `e.kind`; never throws.
-  void run_hooks(const event& e) const;
+  void run_hooks(const event& e) const override;
 
   // -- durable follow-up jobs ---------------------------------------------------
   //
@@ -235,16 +214,14 @@ public:
 
   /// The follow-up jobs of a committed transition. Throws when a callable
   /// throws (the caller rolls the transition back).
-  std::vector<enqueue_request> follow_ups(const event& e) const;
+  std::vector<enqueue_request> follow_ups(const event& e) const override;
 
   /// Kinds with hooks or follow-ups.
-  std::vector<std::string> observed_kinds() const;
+  std::vector<std::string> observed_kinds() const override;
 
   /// True if `kind` has hooks.
-  bool has_hooks(const std::string& kind) const;
+  bool has_hooks(const std::string& kind) const override;
 
-  /// True if `kind` has follow-ups for events of `type`.
-  bool has_follow_ups(const std::string& kind, event_type type) const;
 
 private:
   using follow_up_fn

@@ -1,4 +1,4 @@
-#include "app/runtime.hpp"
+#include "actor_worker/app/runtime.hpp"
 
 #include <mutex>
 #include <random>
@@ -14,12 +14,13 @@
 
 #include <pqxx/pqxx>
 
-#include "actors/job_runner.hpp"
-#include "actors/hook_dispatcher.hpp"
-#include "actors/supervisor.hpp"
-#include "storage/callbacks.hpp"
-#include "app/registry.hpp"
-#include "messages/error.hpp"
+#include "actor_worker/app/registry_runner.hpp"
+#include "actor_worker/actors/hook_dispatcher.hpp"
+#include "actor_worker/actors/supervisor.hpp"
+#include "actor_worker/storage/callbacks.hpp"
+#include "actor_worker/storage/enqueue.hpp"
+#include "actor_worker/app/registry.hpp"
+#include "actor_worker/messages/error.hpp"
 
 namespace aw {
 
@@ -28,6 +29,12 @@ std::string runtime::make_worker_id(const std::string& node) {
   char suffix[9];
   std::snprintf(suffix, sizeof suffix, "%08x", rd());
   return node + ":" + std::to_string(::getpid()) + ":" + suffix;
+}
+
+storage::migrate_report migrate(const runtime_config& cfg) {
+  if (cfg.database.url.empty())
+    throw config_error("database.url is empty: nothing to migrate");
+  return storage::migrate(cfg.database.url);
 }
 
 void configure_actor_system(caf::actor_system_config& sys_cfg,
@@ -45,6 +52,10 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                  std::shared_ptr<const registry> reg)
   : sys_(sys), reg_(reg), callback_conn_(std::make_unique<callback_connection>()) {
   cfg.validate();
+  if (cfg.database.url.empty())
+    throw config_error("database.url is empty: set it, or resolve the "
+                       "configuration with aw::resolve_config (which reads "
+                       "DATABASE_URL)");
   cfg_ = cfg;
   worker_id_ = make_worker_id(cfg.worker.node);
   size_t threads = 0;
@@ -60,7 +71,7 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   sc.config = std::move(cfg);
   sc.worker_id = worker_id_;
   sc.runner = runner_;
-  sc.reg = reg;
+  sc.handlers = reg;
   sc.hooks = hooks;
   auto sup = sys.spawn(supervisor_behavior, std::move(sc));
   auto ended = std::make_shared<std::promise<caf::error>>();
@@ -79,15 +90,15 @@ runtime::~runtime() {
   stop();
 }
 
-int64_t runtime::stop() {
+stop_report runtime::stop(std::chrono::milliseconds handler_wait) {
   if (stopped_)
-    return released_;
+    return stopped_report_;
   stopped_ = true;
   if (ended_.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
     caf::scoped_actor self{sys_};
     auto sup = caf::actor_cast<supervisor_actor>(*supervisor_);
     self->request(sup, caf::infinite, stop_atom::value)
-      .receive([&](int64_t released) { released_ = released; },
+      .receive([&](int64_t released) { stopped_report_.released = released; },
                [&](caf::error& err) {
                  // It ended while we asked (a fatal error): nothing to drain.
                  spdlog::debug("stop: {}", render(err));
@@ -96,10 +107,14 @@ int64_t runtime::stop() {
   ended_.wait();
   // Hooks are best effort: events still queued are dropped.
   caf::anon_send_exit(*hooks_, caf::exit_reason::user_shutdown);
-  // Handlers still running past the drain hold pool threads; those end on
-  // their own once the last reference (ours or an executor's) goes away.
-  runner_.reset();
-  return released_;
+  // Cut handlers off the actor system, then give the ones that ignored
+  // their cancellation a last chance to return.
+  stopped_report_.abandoned = runner_->stop(handler_wait);
+  if (stopped_report_.abandoned > 0)
+    spdlog::warn("stopped: {} handler(s) still running after the drain and "
+                 "{} more; they finish on their own, their results dropped",
+                 stopped_report_.abandoned, format_duration(handler_wait));
+  return stopped_report_;
 }
 
 caf::error runtime::wait() {

@@ -22,7 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/config.hpp"
+#include "actor_worker/config/config.hpp"
+#include "actor_worker/config/defaults.hpp"
+#include "actor_worker/storage/migrations.hpp"
 
 namespace pqxx {
 class connection_base;
@@ -33,6 +35,13 @@ namespace aw {
 class registry;
 class registry_runner;
 
+/// Applies the schema migrations this library carries, as `actor-worker
+/// migrate` does: one transaction under an advisory lock, so concurrent
+/// calls converge and a re-run is a no-op. Throws config_error for an empty
+/// database URL, storage::schema_error when the database is newer than the
+/// library, and pqxx's errors when it cannot be reached.
+storage::migrate_report migrate(const runtime_config& cfg);
+
 /// Applies the [scheduler] settings (threads, policy) to the configuration
 /// of the actor system a node will run in. The binary does this; an
 /// application embedding the runtime calls it on its own config before it
@@ -40,10 +49,24 @@ class registry_runner;
 void configure_actor_system(caf::actor_system_config& sys_cfg,
                             const scheduler_config& sched);
 
+/// What runtime::stop() did.
+struct stop_report {
+  /// Jobs released without charging an attempt: claimed but not started,
+  /// or still running when the drain budget ran out.
+  int64_t released = 0;
+  /// Handlers still running when stop() returned (they ignored their
+  /// cancellation past the drain and the wait). They run on to their end
+  /// on detached threads, but can no longer reach the actor system: their
+  /// results are dropped, so the system may be destroyed.
+  int64_t abandoned = 0;
+};
+
 class runtime {
 public:
   /// Starts a node: storage, schema check, pollers, listener, maintenance.
   /// Returns at once; a database that is down only delays the start.
+  /// Throws config_error for an invalid configuration (an empty database
+  /// URL included: see resolve_config).
   runtime(caf::actor_system& sys, runtime_config cfg,
           std::shared_ptr<const registry> reg);
 
@@ -59,9 +82,13 @@ public:
   }
 
   /// Graceful shutdown: stop claiming, drain running jobs for the
-  /// configured budget, release the rest without charging an attempt.
-  /// Blocks until done; returns how many jobs were released. Idempotent.
-  int64_t stop();
+  /// configured budget (worker.shutdown_drain), release the rest without
+  /// charging an attempt, then wait up to `handler_wait` for handlers that
+  /// ignored their cancellation. When it returns no handler can touch the
+  /// actor system any more. Blocks until done. Idempotent (a second call
+  /// returns the first report).
+  stop_report stop(std::chrono::milliseconds handler_wait
+                   = defaults::stop_handler_wait);
 
   /// Blocks until the node ended (stopped, or a fatal error such as an
   /// out-of-date schema). Returns the error, or a default error when it
@@ -125,7 +152,7 @@ private:
   std::unique_ptr<caf::actor> supervisor_;
   std::shared_future<caf::error> ended_;
   bool stopped_ = false;
-  int64_t released_ = 0;
+  stop_report stopped_report_;
 };
 
 } // namespace aw

@@ -13,7 +13,7 @@ foreach(_f IN LISTS _files)
 endforeach()
 file(WRITE "${OUT}.tmp"
 "// Generated from migrations/*.sql by cmake/EmbedMigrations.cmake. Do not edit.
-#include \"storage/migrations.hpp\"
+#include \"actor_worker/storage/migrations.hpp\"
 namespace aw::storage {
 const std::vector<migration>& embedded_migrations() {
   static const std::vector<migration> all = {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config/defaults.hpp"
+#include "actor_worker/config/defaults.hpp"
 
 namespace aw {
 
@@ -110,6 +110,21 @@ int64_t parse_size(const std::string& text);
 /// Loads and validates a TOML file. Unknown keys, wrong types and bad
 /// durations are rejected with the file, line and key in the message.
 runtime_config load_config(const std::string& path);
+
+/// Where a node's configuration comes from, lowest precedence first.
+struct config_sources {
+  /// A TOML file; empty: the defaults.
+  std::string file;
+  /// Wins over DATABASE_URL and the file's [database] url (the CLI's
+  /// --database-url); empty: not given.
+  std::string database_url;
+};
+
+/// Resolves a configuration the way `actor-worker` does: the file (or the
+/// defaults), then the DATABASE_URL environment variable, then
+/// `sources.database_url`, each winning over the one before. Throws
+/// config_error for an invalid file, and when no database URL results.
+runtime_config resolve_config(const config_sources& sources);
 
 /// The same from TOML text; `source_name` stands for the file in messages.
 runtime_config parse_config(const std::string& toml_text,

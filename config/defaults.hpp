@@ -40,11 +40,12 @@ constexpr std::chrono::milliseconds completed_retention = 24h;
 /// queue tables' dead tuples.
 constexpr std::chrono::milliseconds maintenance_interval = 10s;
 
-/// Maintenance vacuums a queue table once its dead tuples pass both bounds:
-/// a count, and a share of its live rows. Autovacuum's own trigger (20% of
-/// the table, checked at most once a minute) lets a busy queue table pile
-/// up dead tuples for minutes; these keep the tables small. The claim path
-/// itself reads no dead tuples (lanes are read from their cursor on).
+/// Maintenance vacuums a lane table (claim_batches, batch_completions,
+/// claim_cursors) once its dead tuples pass both bounds: a count, and a
+/// share of its live rows. Autovacuum's own trigger (20% of the table,
+/// checked at most once a minute) lets these small, hot tables pile up dead
+/// tuples for minutes; these keep them small. job_rows is autovacuum's:
+/// the claim path reads none of its dead tuples.
 constexpr int64_t vacuum_min_dead = 5000;
 constexpr double vacuum_dead_share = 0.05;
 
@@ -111,6 +112,11 @@ constexpr int max_claim = 2000;
 /// claimed the row-per-state way. Ordinary transactions hold it for
 /// milliseconds; this only catches ones left open.
 constexpr std::chrono::milliseconds fence_wait = 200ms;
+
+/// After the drain, runtime::stop() waits this long for handlers that
+/// ignored their cancellation before it reports them abandoned (they can
+/// no longer reach the actor system either way).
+constexpr std::chrono::milliseconds stop_handler_wait = 5s;
 
 /// A blocking-pool thread idle this long exits: an idle node holds no
 /// handler threads.

@@ -1,6 +1,7 @@
 // TOML -> runtime_config. Strict: every key is known, every value has the
 // right type, and every complaint names the file, line and key.
 
+#include <cstdlib>
 #include <cmath>
 #include <set>
 #include <cctype>
@@ -9,7 +10,7 @@
 
 #include <toml++/toml.h>
 
-#include "config/config.hpp"
+#include "actor_worker/config/config.hpp"
 
 namespace aw {
 
@@ -379,6 +380,23 @@ runtime_config load_config(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   return parse_config(buf.str(), path);
+}
+
+runtime_config resolve_config(const config_sources& sources) {
+  runtime_config cfg;
+  if (!sources.file.empty())
+    cfg = load_config(sources.file);
+  else
+    cfg.validate();
+  if (!sources.database_url.empty())
+    cfg.database.url = sources.database_url;
+  else if (auto env = std::getenv("DATABASE_URL"); env && *env)
+    cfg.database.url = env;
+  if (cfg.database.url.empty())
+    throw config_error("no database URL: pass --database-url, set "
+                       "DATABASE_URL, or set url in the [database] section "
+                       "of the config file");
+  return cfg;
 }
 
 } // namespace aw

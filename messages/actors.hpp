@@ -10,8 +10,8 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "messages/atoms.hpp"
-#include "messages/job.hpp"
+#include "actor_worker/messages/atoms.hpp"
+#include "actor_worker/messages/job.hpp"
 
 namespace aw {
 

@@ -1,4 +1,4 @@
-#include "messages/error.hpp"
+#include "actor_worker/messages/error.hpp"
 
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>

@@ -1,4 +1,4 @@
-#include "messages/job.hpp"
+#include "actor_worker/messages/job.hpp"
 
 namespace aw {
 

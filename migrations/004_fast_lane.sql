@@ -714,7 +714,7 @@ $$;
 -- take their completed rows and receipts with them. Returns the number of
 -- job rows deleted.
 CREATE FUNCTION actor_worker_cleanup_lanes(
-  p_retention_seconds double precision, p_batches integer)
+  p_retention_seconds double precision, p_max_jobs integer)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -723,13 +723,16 @@ DECLARE
   v_deleted bigint := 0;
   v_n bigint;
 BEGIN
+  -- Bounded by jobs, not batches: batches are as small as one job when
+  -- enqueues trickle in, and retention must keep up with completions.
   FOR b IN
     SELECT * FROM claim_batches AS x
      WHERE x.closed_at < now() - make_interval(secs => p_retention_seconds)
      ORDER BY x.closed_at
-     LIMIT p_batches
+     LIMIT p_max_jobs
        FOR UPDATE SKIP LOCKED
   LOOP
+    EXIT WHEN v_deleted >= p_max_jobs;
     SELECT coalesce(array_agg(x), '{}') INTO v_done
       FROM batch_completions AS c, unnest(c.ids) AS x
      WHERE c.batch_id = b.id;

@@ -1,4 +1,4 @@
-#include "storage/admin.hpp"
+#include "actor_worker/storage/admin.hpp"
 
 #include <pqxx/pqxx>
 

@@ -1,10 +1,10 @@
-#include "storage/callbacks.hpp"
+#include "actor_worker/storage/callbacks.hpp"
 
 #include <cctype>
 
 #include <pqxx/pqxx>
 
-#include "config/defaults.hpp"
+#include "actor_worker/config/defaults.hpp"
 
 namespace aw::storage {
 

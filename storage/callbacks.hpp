@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "messages/error.hpp"
-#include "messages/job.hpp"
+#include "actor_worker/messages/error.hpp"
+#include "actor_worker/messages/job.hpp"
 
 namespace pqxx {
 class dbtransaction;

@@ -1,4 +1,4 @@
-#include "storage/db_error.hpp"
+#include "actor_worker/storage/db_error.hpp"
 
 #include <pqxx/except>
 

@@ -5,7 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "messages/error.hpp"
+#include "actor_worker/messages/error.hpp"
 
 namespace aw::storage {
 

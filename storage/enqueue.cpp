@@ -1,4 +1,4 @@
-#include "storage/enqueue.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "storage/job_store.hpp"
+#include "actor_worker/storage/job_store.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
-#include "config/defaults.hpp"
+#include "actor_worker/config/defaults.hpp"
 
 namespace aw::storage {
 
@@ -288,8 +288,7 @@ SELECT d.id, d.kind, d.rescue_reason, true, d.rescue_message, b.row
 constexpr const char* dead_tuples_sql = R"sql(
 SELECT relname, n_dead_tup, n_live_tup FROM pg_stat_user_tables
  WHERE schemaname = current_schema()
-   AND relname IN ('job_rows', 'claim_batches', 'batch_completions',
-                   'claim_cursors')
+   AND relname IN ('claim_batches', 'batch_completions', 'claim_cursors')
 )sql";
 
 constexpr const char* cleanup_sql = R"sql(
@@ -884,9 +883,7 @@ int64_t job_store::delete_expired(int batch) {
   pqxx::work tx(*conn_, "aw_cleanup");
   auto result = tx.exec_prepared("aw_cleanup", seconds, batch);
   int64_t deleted = result.affected_rows();
-  // Lane batches hold up to a claim's worth of jobs each.
-  auto lanes = tx.exec_prepared("aw_cleanup_lanes", seconds,
-                                std::max(1, batch / 500));
+  auto lanes = tx.exec_prepared("aw_cleanup_lanes", seconds, batch);
   deleted += lanes.empty() ? 0 : lanes[0][0].as<int64_t>();
   tx.commit();
   return deleted;

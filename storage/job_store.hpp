@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "messages/job.hpp"
-#include "storage/enqueue.hpp"
+#include "actor_worker/messages/job.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 
 namespace pqxx {
 class connection_base;
@@ -155,7 +155,7 @@ public:
   /// Returns how many.
   int64_t delete_expired(int batch);
 
-  /// Vacuums each queue table (job_rows, claim_batches, batch_completions,
+  /// Vacuums each lane table (claim_batches, batch_completions,
   /// claim_cursors) whose dead tuples passed `min_dead` and `share` of its
   /// live rows. Returns the tables vacuumed.
   std::vector<std::string> vacuum(int64_t min_dead, double share);

@@ -1,4 +1,4 @@
-#include "storage/migrations.hpp"
+#include "actor_worker/storage/migrations.hpp"
 
 #include <pqxx/pqxx>
 

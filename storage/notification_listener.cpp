@@ -1,4 +1,4 @@
-#include "storage/notification_listener.hpp"
+#include "actor_worker/storage/notification_listener.hpp"
 
 #include <pqxx/pqxx>
 

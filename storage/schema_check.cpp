@@ -1,4 +1,4 @@
-#include "storage/schema_check.hpp"
+#include "actor_worker/storage/schema_check.hpp"
 
 #include <set>
 

@@ -15,7 +15,7 @@
 
 #include <pqxx/pqxx>
 
-#include "storage/enqueue.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 
 namespace {
 

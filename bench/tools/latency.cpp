@@ -29,9 +29,9 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
-#include "app/registry.hpp"
-#include "app/runtime.hpp"
-#include "storage/enqueue.hpp"
+#include "actor_worker/app/registry.hpp"
+#include "actor_worker/app/runtime.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 
 namespace {
 

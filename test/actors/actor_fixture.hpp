@@ -19,8 +19,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/poller.hpp"
-#include "messages/error.hpp"
+#include "actor_worker/actors/poller.hpp"
+#include "actor_worker/messages/error.hpp"
 
 using namespace std::chrono_literals;
 using namespace aw;
@@ -65,10 +65,18 @@ struct storage_script {
   std::vector<std::vector<int64_t>> heartbeats;
   std::vector<std::vector<int64_t>> heartbeat_batches;
   int rescues = 0;
+  /// Maintenance's requests are answered only while true (the poller must
+  /// never make them): what successive cleanups report deleted (then 0),
+  /// and how many cleanups and vacuums were asked for.
+  bool maintenance = false;
+  std::vector<int64_t> cleanup_results;
+  int cleanups = 0;
+  int vacuums = 0;
 };
 
 /// A storage actor that answers from a script. Cleanup and the schema
-/// check are not the poller's business: asking for them fails the test.
+/// check are not the poller's business: asking for them fails the test
+/// (unless the script is set up for maintenance).
 inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
                                           std::shared_ptr<storage_script> s) {
   return {
@@ -146,11 +154,19 @@ inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
       return static_cast<int64_t>(jobs.size());
     },
     [=](cleanup_atom) -> int64_t {
-      BOOST_FAIL("the poller must not ask for cleanup");
-      return 0;
+      if (!s->maintenance)
+        BOOST_FAIL("the poller must not ask for cleanup");
+      ++s->cleanups;
+      if (s->cleanup_results.empty())
+        return 0;
+      auto deleted = s->cleanup_results.front();
+      s->cleanup_results.erase(s->cleanup_results.begin());
+      return deleted;
     },
     [=](vacuum_atom) -> std::vector<std::string> {
-      BOOST_FAIL("the poller must not vacuum");
+      if (!s->maintenance)
+        BOOST_FAIL("the poller must not vacuum");
+      ++s->vacuums;
       return {};
     },
     [=](check_atom) -> bool {

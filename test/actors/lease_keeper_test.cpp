@@ -3,7 +3,7 @@
 
 #include "actor_fixture.hpp"
 
-#include "actors/lease_keeper.hpp"
+#include "actor_worker/actors/lease_keeper.hpp"
 
 using namespace std::chrono_literals;
 using namespace aw;

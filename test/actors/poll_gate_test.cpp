@@ -2,7 +2,7 @@
 
 #include "actor_fixture.hpp"
 
-#include "actors/poll_gate.hpp"
+#include "actor_worker/actors/poll_gate.hpp"
 
 using namespace std::chrono_literals;
 using namespace aw;

@@ -14,11 +14,11 @@
 
 #include <pqxx/pqxx>
 
-#include "app/builtin_kinds.hpp"
-#include "messages/error.hpp"
+#include "actor_worker/app/builtin_kinds.hpp"
+#include "actor_worker/messages/error.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
-#include "storage/callbacks.hpp"
+#include "actor_worker/storage/callbacks.hpp"
 #include "worker_node.hpp"
 #include "lifecycle_helpers.hpp"
 

@@ -18,8 +18,8 @@
 
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
-#include "storage/enqueue.hpp"
-#include "storage/job_store.hpp"
+#include "actor_worker/storage/enqueue.hpp"
+#include "actor_worker/storage/job_store.hpp"
 
 using namespace std::chrono_literals;
 using aw::storage::job_store;

@@ -21,9 +21,9 @@
 #include <caf/actor_system_config.hpp>
 #include <nlohmann/json.hpp>
 
-#include "app/registry.hpp"
-#include "app/runtime.hpp"
-#include "config/config.hpp"
+#include "actor_worker/app/registry.hpp"
+#include "actor_worker/app/runtime.hpp"
+#include "actor_worker/config/config.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
-#include "storage/enqueue.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 
 using namespace std::chrono_literals;
 using aw::test::contains;

@@ -28,10 +28,10 @@
 
 #include <pqxx/pqxx>
 
-#include "messages/error.hpp"
+#include "actor_worker/messages/error.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
-#include "storage/callbacks.hpp"
+#include "actor_worker/storage/callbacks.hpp"
 #include "worker_node.hpp"
 #include "lifecycle_helpers.hpp"
 

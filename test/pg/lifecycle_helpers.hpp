@@ -20,12 +20,12 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
-#include "app/event.hpp"
-#include "app/handler.hpp"
-#include "app/outcome.hpp"
-#include "app/registry.hpp"
+#include "actor_worker/messages/event.hpp"
+#include "actor_worker/messages/handler.hpp"
+#include "actor_worker/messages/outcome.hpp"
+#include "actor_worker/app/registry.hpp"
 #include "pg_fixture.hpp"
-#include "storage/enqueue.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 
 namespace aw::test {
 

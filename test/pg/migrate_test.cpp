@@ -10,7 +10,7 @@
 
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
-#include "storage/migrations.hpp"
+#include "actor_worker/storage/migrations.hpp"
 
 using aw::test::contains;
 

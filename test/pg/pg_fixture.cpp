@@ -11,7 +11,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "storage/migrations.hpp"
+#include "actor_worker/storage/migrations.hpp"
 
 namespace aw::test {
 

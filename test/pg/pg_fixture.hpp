@@ -12,7 +12,7 @@
 
 #include <pqxx/pqxx>
 
-#include "config/config.hpp"
+#include "actor_worker/config/config.hpp"
 
 namespace aw::test {
 

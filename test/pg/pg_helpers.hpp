@@ -11,7 +11,7 @@
 
 #include <pqxx/pqxx>
 
-#include "storage/job_store.hpp"
+#include "actor_worker/storage/job_store.hpp"
 
 namespace aw::test {
 

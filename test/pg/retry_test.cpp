@@ -12,11 +12,11 @@
 
 #include <pqxx/pqxx>
 
-#include "app/builtin_kinds.hpp"
+#include "actor_worker/app/builtin_kinds.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
-#include "storage/enqueue.hpp"
-#include "storage/job_store.hpp"
+#include "actor_worker/storage/enqueue.hpp"
+#include "actor_worker/storage/job_store.hpp"
 #include "worker_node.hpp"
 
 using namespace std::chrono_literals;

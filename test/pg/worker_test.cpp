@@ -21,10 +21,10 @@
 
 #include <pqxx/pqxx>
 
-#include "messages/error.hpp"
+#include "actor_worker/messages/error.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
-#include "storage/enqueue.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 #include "worker_node.hpp"
 
 using namespace std::chrono_literals;
@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(four_workers_run_each_of_10000_jobs_exactly_once) {
                                               "WHERE state = 'completed'")
                                   << " of " << n << " jobs completed");
     for (auto& node : nodes)
-      BOOST_TEST(node->rt().stop() == 0);
+      BOOST_TEST(node->rt().stop().released == 0);
   }
   BOOST_TEST(total.load() == n);
   BOOST_TEST(executions.size() == static_cast<size_t>(n));
@@ -149,6 +149,30 @@ BOOST_AUTO_TEST_CASE(four_workers_run_each_of_10000_jobs_exactly_once) {
   BOOST_TEST(s.scalar("SELECT count(DISTINCT split_part(locked_by, ':', 1)) "
                       "FROM jobs")
              == 4);
+}
+
+BOOST_AUTO_TEST_CASE(stop_waits_for_handlers_that_return_late_and_reports_none_abandoned) {
+  // Handlers that overrun the drain but return within stop's handler wait:
+  // stop() returns after them, so nothing of theirs outlives it.
+  aw::test::fresh_database db;
+  std::atomic<int> started{0};
+  std::atomic<int> returned{0};
+  auto reg = std::make_shared<aw::registry>();
+  reg->add_raw("slow", [&](const nlohmann::json&, const aw::job_context&) {
+    ++started;
+    std::this_thread::sleep_for(800ms); // ignores its cancellation
+    ++returned;
+  });
+  enqueue_n(db, "slow", 2);
+  auto cfg = db.config(2);
+  cfg.worker.shutdown_drain = 100ms;
+  aw::test::worker_node node{cfg, reg};
+  BOOST_REQUIRE(aw::test::wait_until([&] { return started.load() == 2; },
+                                     patience));
+  auto report = node.rt().stop(10s);
+  BOOST_TEST(report.released == 2);
+  BOOST_TEST(report.abandoned == 0);
+  BOOST_TEST(returned.load() == 2);
 }
 
 BOOST_AUTO_TEST_CASE(stop_releases_running_jobs_without_charging_an_attempt) {
@@ -169,13 +193,16 @@ BOOST_AUTO_TEST_CASE(stop_releases_running_jobs_without_charging_an_attempt) {
                                        patience));
     BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'") == 3);
     auto t0 = std::chrono::steady_clock::now();
-    auto released = node.rt().stop();
+    auto report = node.rt().stop(200ms);
     auto took = std::chrono::steady_clock::now() - t0;
-    BOOST_TEST(released == 3);
+    BOOST_TEST(report.released == 3);
+    // They ignore their cancellation: still running when stop() returned.
+    BOOST_TEST(report.abandoned == 3);
     BOOST_TEST_MESSAGE("stop() took "
                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                        << " ms");
-    // The drain budget is 500 ms; the handlers would block for 5 s.
+    // The drain budget is 500 ms, the handler wait 200 ms; the handlers
+    // would block for 5 s.
     BOOST_TEST((took < 3s));
     BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
                         "AND error_count = 0 AND locked_by IS NULL "
@@ -209,7 +236,7 @@ BOOST_AUTO_TEST_CASE(job_finishing_within_the_drain_budget_records_its_outcome) 
                                        patience));
     g.release();
     auto t0 = std::chrono::steady_clock::now();
-    BOOST_TEST(node.rt().stop() == 0);
+    BOOST_TEST(node.rt().stop().released == 0);
     // It returned once the jobs finished, not after the whole budget.
     BOOST_TEST((std::chrono::steady_clock::now() - t0 < 8s));
   }
@@ -245,7 +272,7 @@ BOOST_AUTO_TEST_CASE(unreachable_database_keeps_the_node_running) {
   // Retrying with backoff, not failed.
   BOOST_TEST(!node.rt().wait_for(2s).has_value());
   // And it still stops cleanly on request.
-  BOOST_TEST(node.rt().stop() == 0);
+  BOOST_TEST(node.rt().stop().released == 0);
   auto ended = node.rt().wait_for(patience);
   BOOST_REQUIRE(ended.has_value());
   BOOST_TEST(!*ended, "clean stop, got " << aw::render(*ended));

@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "actors/backoff.hpp"
+#include "actor_worker/actors/backoff.hpp"
 
 using namespace std::chrono_literals;
 

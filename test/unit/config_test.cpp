@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "config/config.hpp"
+#include "actor_worker/config/config.hpp"
 
 using namespace std::chrono_literals;
 

@@ -1,7 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
-#include "app/builtin_kinds.hpp"
-#include "app/registry.hpp"
+#include "actor_worker/app/builtin_kinds.hpp"
+#include "actor_worker/app/registry.hpp"
 
 namespace aw {
 // Lets Boost.Test print outcome kinds in failure messages.

@@ -18,9 +18,9 @@
 #include <memory>
 #include <string>
 
-#include "app/handler.hpp"
-#include "app/outcome.hpp"
-#include "messages/job.hpp"
+#include "actor_worker/messages/handler.hpp"
+#include "actor_worker/messages/outcome.hpp"
+#include "actor_worker/messages/job.hpp"
 
 namespace aw {
 

@@ -1,4 +1,4 @@
-#include "actors/blocking_pool.hpp"
+#include "actor_worker/app/blocking_pool.hpp"
 
 #include <condition_variable>
 #include <deque>
@@ -16,6 +16,8 @@ namespace aw {
 struct blocking_pool::shared {
   std::mutex mtx;
   std::condition_variable cv;
+  /// Signalled when a task returns (stop() waits on it).
+  std::condition_variable returned;
   std::deque<std::function<void()>> queue;
   size_t max_threads = 1;
   size_t abandoned = 0;
@@ -76,6 +78,7 @@ struct blocking_pool::shared {
       task = nullptr; // destroy captures without the lock held
       guard.lock();
       --busy;
+      returned.notify_all();
     }
   }
 };
@@ -116,13 +119,13 @@ void blocking_pool::release_abandoned() {
     --shared_->abandoned;
 }
 
-size_t blocking_pool::threads() const {
-  std::lock_guard<std::mutex> guard{shared_->mtx};
-  return shared_->alive;
-}
-
-size_t blocking_pool::max_threads() const {
-  return shared_->max_threads;
+size_t blocking_pool::stop(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> guard{shared_->mtx};
+  shared_->stopping = true;
+  shared_->queue.clear();
+  shared_->cv.notify_all();
+  shared_->returned.wait_for(guard, wait, [this] { return shared_->busy == 0; });
+  return shared_->busy;
 }
 
 } // namespace aw

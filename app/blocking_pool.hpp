@@ -10,7 +10,7 @@
 #include <functional>
 #include <memory>
 
-#include "config/defaults.hpp"
+#include "actor_worker/config/defaults.hpp"
 
 namespace aw {
 
@@ -41,11 +41,10 @@ public:
   void abandon();
   void release_abandoned();
 
-  /// Threads alive now.
-  size_t threads() const;
-
-  /// The bound on threads (without abandoned ones).
-  size_t max_threads() const;
+  /// Stops taking work and drops queued tasks, then waits up to `wait` for
+  /// the running ones to return. Returns how many still run (they finish
+  /// on their detached threads, which then exit).
+  size_t stop(std::chrono::milliseconds wait);
 
 private:
   struct shared;

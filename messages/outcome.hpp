@@ -3,10 +3,11 @@
 // outcome::completed(). Failures are exceptions (see app/handler.hpp).
 
 #include <chrono>
+#include <exception>
 #include <string>
 
-#include "config/defaults.hpp"
-#include "messages/job.hpp"
+#include "actor_worker/config/defaults.hpp"
+#include "actor_worker/messages/job.hpp"
 
 namespace aw {
 
@@ -68,5 +69,19 @@ private:
   int64_t delay_ms_;
   std::string message_;
 };
+
+/// The outcome of job `id` of `kind` whose handler ended with `o`: messages
+/// are sanitized to valid UTF-8 and bounded; a negative delay is a terminal
+/// failure.
+job_outcome outcome_of(int64_t id, const std::string& kind, const outcome& o);
+
+/// A failure of job `id` (retryable or terminal) with `message`.
+job_outcome failure_of(int64_t id, outcome_kind kind,
+                       const std::string& message);
+
+/// How a handler's exception `e` ends the run of job `id`: terminal_error
+/// is terminal, anything else retryable.
+job_outcome outcome_of_exception(int64_t id, const std::string& kind,
+                                 std::exception_ptr e);
 
 } // namespace aw

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "app/cancellation.hpp"
+#include "actor_worker/messages/cancellation.hpp"
 
 namespace aw {
 

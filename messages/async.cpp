@@ -1,8 +1,8 @@
-#include "app/async.hpp"
+#include "actor_worker/messages/async.hpp"
 
 #include <atomic>
 
-#include "app/registry.hpp"
+#include "actor_worker/messages/outcome.hpp"
 
 namespace aw {
 
@@ -27,24 +27,24 @@ void job_promise::deliver(job_outcome out) const {
 
 void job_promise::finish(const outcome& o) const {
   if (!done())
-    deliver(registry::to_job_outcome(state_->job_id, state_->kind, o));
+    deliver(outcome_of(state_->job_id, state_->kind, o));
 }
 
 void job_promise::fail(const std::string& message) const {
   if (!done())
-    deliver(registry::failure(state_->job_id, outcome_kind::retryable_failure,
+    deliver(failure_of(state_->job_id, outcome_kind::retryable_failure,
                               message));
 }
 
 void job_promise::fail_terminal(const std::string& message) const {
   if (!done())
-    deliver(registry::failure(state_->job_id, outcome_kind::terminal_failure,
+    deliver(failure_of(state_->job_id, outcome_kind::terminal_failure,
                               message));
 }
 
 void job_promise::fail(std::exception_ptr e) const {
   if (!done())
-    deliver(registry::from_exception(state_->job_id, state_->kind, e));
+    deliver(outcome_of_exception(state_->job_id, state_->kind, e));
 }
 
 bool job_promise::done() const {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "messages/job.hpp"
+#include "actor_worker/messages/job.hpp"
 
 namespace aw {
 

@@ -1,0 +1,56 @@
+// `actor-worker callback complete|fail|retry`.
+
+#include "actor_worker/app/cli/cli.hpp"
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+
+#include "actor_worker/messages/job.hpp"
+#include "actor_worker/storage/callbacks.hpp"
+
+namespace aw::cli {
+
+/// Resolves a callback without hooks: the CLI has no worker, so it changes
+/// the job and inserts no follow-ups and fires no hook (as the spec says of
+/// resolutions outside a worker process).
+int resolve_callback(const runtime_config& cfg, const std::string& action,
+                     const std::string& callback_id,
+                     const std::string& payload_text) {
+  nlohmann::json payload;
+  if (!payload_text.empty()) {
+    try {
+      payload = nlohmann::json::parse(payload_text);
+    } catch (const std::exception& e) {
+      throw usage_error("PAYLOAD_JSON is not valid JSON: "
+                        + std::string{e.what()});
+    }
+  }
+  std::string error;
+  if (action == "fail")
+    error = payload.is_object() ? payload.value("error", std::string{})
+            : payload.is_string() ? payload.get<std::string>()
+                                  : std::string{};
+  pqxx::connection conn{cfg.database.url};
+  pqxx::work tx{conn};
+  try {
+    auto e = aw::storage::resolve_callback(
+      tx, callback_id, aw::storage::parse_callback_action(action), payload,
+      error);
+    tx.commit();
+    auto job = nlohmann::json::parse(e.job_json);
+    std::cout << "job "
+              << job.value(job.contains("original_job_id") ? "original_job_id"
+                                                           : "id",
+                           int64_t{0})
+              << ": " << aw::to_string(e.type) << std::endl;
+    return exit_ok;
+  } catch (const aw::storage::callback_error& e) {
+    spdlog::error("{}", e.what());
+    return exit_failure;
+  }
+}
+
+} // namespace aw::cli

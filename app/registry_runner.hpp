@@ -1,0 +1,56 @@
+#pragma once
+// The runtime's job runner: non-blocking handlers inline, asynchronous ones
+// started inline, and the others on the blocking pool.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+
+#include "actor_worker/actors/job_runner.hpp"
+#include "actor_worker/messages/job_handlers.hpp"
+
+namespace aw {
+
+class blocking_pool;
+
+/// The runtime's runner: the registered handlers, blocking ones on a pool of
+/// at most `max_blocking_threads` threads.
+class registry_runner : public job_runner {
+public:
+  registry_runner(std::shared_ptr<const job_handlers> reg,
+                  size_t max_blocking_threads);
+  ~registry_runner() override;
+
+  std::optional<job_outcome> start(claimed_job job, const run_context& ctx,
+                                   completion done) override;
+
+  void abandoned(int64_t id) override;
+
+  /// Cuts every handler off the actor system: from now on a run's outcome
+  /// and its timers go nowhere, and the executors' callbacks are dropped
+  /// (call it while the actor system is alive). Then waits up to `wait`
+  /// for blocking handlers still running to return. Returns the handlers
+  /// whose run had not ended: blocking ones still running (they finish on
+  /// their detached threads) and asynchronous ones never completed.
+  int64_t stop(std::chrono::milliseconds wait);
+
+private:
+  std::shared_ptr<const job_handlers> reg_;
+  std::shared_ptr<blocking_pool> pool_;
+  /// Blocking jobs whose handler runs now, and those of them the executor
+  /// gave up on (each holds a thread the pool may replace meanwhile).
+  struct blocking_runs {
+    std::mutex mtx;
+    std::unordered_set<int64_t> running;
+    std::unordered_set<int64_t> abandoned;
+  };
+  std::shared_ptr<blocking_runs> runs_;
+  struct gate;
+  std::shared_ptr<gate> gate_;
+};
+
+} // namespace aw
