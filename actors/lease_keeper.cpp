@@ -59,7 +59,6 @@ void rescue(lease_keeper_pointer self) {
   self->request(st.cfg.store, st.cfg.heartbeat_interval, rescue_atom::value)
     .then(
       [self](const std::vector<rescued_job>& rescued) {
-        self->state.rescued += rescued.size();
         for (auto& r : rescued)
           spdlog::warn("rescued job {} ({}, {}){}: {}", r.id, r.kind,
                        to_string(r.reason),

@@ -35,8 +35,6 @@ struct lease_keeper_state {
   /// is at least this fresh.
   caf::actor_clock::time_point last_refresh{};
   bool round_in_flight = false;
-  /// Jobs rescued by this node so far.
-  uint64_t rescued = 0;
 };
 
 using lease_keeper_pointer

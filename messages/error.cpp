@@ -3,13 +3,10 @@
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
-
 namespace aw {
 
 const char* to_string(ec code) {
   switch (code) {
-    case ec::none:
-      return "none";
     case ec::database_unavailable:
       return "database_unavailable";
     case ec::database_error:

@@ -12,11 +12,10 @@ namespace aw {
 
 /// Error codes of the actor-worker runtime, category atom "aw".
 enum class ec : uint8_t {
-  /// Not an error.
-  none = 0,
   /// The database could not be reached or the connection broke. Transient:
-  /// loops log it at ERROR and retry with backoff.
-  database_unavailable,
+  /// loops log it at ERROR and retry with backoff. (Codes start at 1: CAF
+  /// reads a code of 0 as "no error".)
+  database_unavailable = 1,
   /// A statement failed for a reason other than connectivity.
   database_error,
   /// The database lacks a table or column the runtime uses: run

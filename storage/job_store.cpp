@@ -443,10 +443,6 @@ void job_store::disconnect() noexcept {
   }
 }
 
-bool job_store::connected() const noexcept {
-  return conn_ != nullptr;
-}
-
 pqxx::connection_base& job_store::connection() {
   connect();
   return *conn_;

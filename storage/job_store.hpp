@@ -86,8 +86,6 @@ public:
   /// Drops the connection (after an error); the next call reconnects.
   void disconnect() noexcept;
 
-  bool connected() const noexcept;
-
   /// Claims up to `limit` due jobs of `queue` whose args and metadata take
   /// at most `max_bytes` (but at least one job), in claim order: priority,
   /// then run_at and id (row-per-state jobs) or enqueue order (lanes). A
@@ -162,10 +160,6 @@ public:
 
   /// The connection, for the schema check. Connects first.
   pqxx::connection_base& connection();
-
-  const job_store_options& options() const noexcept {
-    return opts_;
-  }
 
 private:
   /// The jobs of claim rows, reading those of each lane batch claimed.
