@@ -225,6 +225,7 @@ int claim_room(const poller_state& st) {
 }
 
 void on_claimed(poller_pointer self, int limit, int64_t budget,
+                uint64_t wakes_at_send,
                 claim_result& result) {
   auto& st = self->state;
   --st.claims_in_flight;
@@ -260,7 +261,9 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
   if (full && st.recent_wait < defaults::prefetch_horizon / 8)
     st.prefetch = std::min(st.prefetch * 2, st.cfg.local_queue_size);
   st.recent_wait = {};
-  st.maybe_more = full || result.more_soon;
+  // A wake-up that came while this claim was in flight may be about work
+  // committed after the claim's snapshot: it still counts.
+  st.maybe_more = full || result.more_soon || st.wakes != wakes_at_send;
   for (auto& job : result.jobs) {
     st.buffer_bytes += job.bytes();
     st.buffer.push_back({std::move(job), now});
@@ -335,8 +338,8 @@ void try_claim(poller_pointer self) {
                   int32_t{limit}, bytes,
                   static_cast<int64_t>(st.cfg.default_deadline.count()))
       .then(
-        [self, limit, bytes](claim_result& result) {
-          on_claimed(self, limit, bytes, result);
+        [self, limit, bytes, wakes = st.wakes](claim_result& result) {
+          on_claimed(self, limit, bytes, wakes, result);
         },
         [self, limit, bytes](caf::error& err) {
           on_claim_failed(self, limit, bytes, err);
@@ -412,6 +415,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
   self->delayed_send(self, st.cfg.report_interval, report_atom::value);
   return {
     [self](wake_atom) {
+      ++self->state.wakes;
       self->state.maybe_more = true;
       schedule_claim(self);
     },

@@ -217,6 +217,10 @@ struct poller_state {
   /// Work is likely waiting: the last claim came back full, or a wake-up
   /// arrived since.
   bool maybe_more = true;
+  /// Wake-ups received so far. A claim remembers the count it was sent
+  /// at: one that arrived while it was in flight may announce work that
+  /// claim could not see, so its empty result must not clear maybe_more.
+  uint64_t wakes = 0;
   /// Holds an idle poll permit (always true without a gate).
   bool has_permit = true;
   /// Asked the gate for a permit and waits for it.

@@ -122,15 +122,15 @@ WITH runs AS (
 SELECT id, row, (SELECT count(*) FROM woken) FROM done
 )sql";
 
-// Reschedules after $5 ms, or (when $5 is NULL) after the backoff
-// 2^(error_count + 1) s, unless this failure was the job's last allowed
-// attempt; the exponent is capped only to keep the interval representable.
+// Reschedules after $5 ms, or (when $5 is NULL) after the retry backoff
+// (migrations/005_retry_backoff.sql), unless this failure was the job's
+// last allowed attempt.
 constexpr const char* retry_sql = R"sql(
 UPDATE job_rows AS j
    SET state = 'scheduled', error_count = error_count + 1,
        last_error_message = $3, last_failed_at = now(),
        run_at = now() + coalesce($5::bigint * interval '1 millisecond',
-                                 make_interval(secs => power(2, least(error_count + 1, 40)))),
+                                 actor_worker_retry_backoff(error_count)),
        locked_by = NULL, locked_at = NULL, deadline_at = NULL
  WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $6
    AND error_count + 1 < coalesce(max_attempts, $4::integer + 1)
@@ -256,7 +256,7 @@ WITH stale AS (
   UPDATE job_rows AS j
      SET state = 'scheduled', error_count = j.error_count + 1,
          last_error_message = stale.message, last_failed_at = now(),
-         run_at = now() + make_interval(secs => power(2, least(j.error_count + 1, 40))),
+         run_at = now() + actor_worker_retry_backoff(j.error_count),
          locked_by = NULL, locked_at = NULL, deadline_at = NULL
     FROM stale
    WHERE j.id = stale.id

@@ -39,7 +39,8 @@ const std::vector<const char*>& required_functions() {
     "actor_worker_claim", "actor_worker_finish_lane",
     "actor_worker_release_lane", "actor_worker_expire_batches",
     "actor_worker_cleanup_lanes", "actor_worker_finish_and_claim",
-    "actor_worker_batch_jobs", "actor_worker_row_json"};
+    "actor_worker_batch_jobs", "actor_worker_row_json",
+    "actor_worker_retry_backoff"};
   return functions;
 }
 

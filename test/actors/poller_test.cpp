@@ -36,6 +36,33 @@ BOOST_AUTO_TEST_CASE(running_never_exceeds_concurrency_and_claims_fill_a_buffer)
   BOOST_TEST(started.size() == dispatcher->started.size());
 }
 
+BOOST_AUTO_TEST_CASE(a_wake_up_during_a_claim_in_flight_is_not_lost) {
+  // A job commits, and its NOTIFY reaches the poller, while a claim is in
+  // flight whose snapshot predates the commit. The claim's empty result
+  // must not make the poller wait for its idle poll (30 s here).
+  auto p = spawn_poller(2, 30s);
+  run();
+  BOOST_TEST(running() == 0u);
+  auto step = [&](const auto& whom) {
+    BOOST_REQUIRE(sched->prioritize(whom));
+    sched->run_once();
+  };
+  caf::anon_send(p, wake_atom::value);
+  step(p); // the wake-up: a claim is scheduled
+  step(p); // the claim goes to storage
+  // The job commits now; its wake-up is handled before storage answers
+  // (and cannot send another claim: one is in flight).
+  caf::anon_send(p, wake_atom::value);
+  step(p);
+  if (sched->prioritize(p))
+    sched->run_once(); // the claim scheduled by that wake-up, if any
+  step(storage); // the claim, from its older snapshot: nothing
+  script->backlog = 1;
+  run(); // no time passes
+  BOOST_TEST(running() == 1u);
+  BOOST_TEST(script->backlog == 0);
+}
+
 BOOST_AUTO_TEST_CASE(small_concurrency_still_claims_hundreds_per_statement) {
   // Handlers that finish at once: the buffer doubles while it runs dry,
   // up to local_queue_size, so a concurrency of 2 claims in big batches.
