@@ -30,15 +30,20 @@ using aw::test::outcome;
 
 namespace {
 
+// fence_wait: long by default. The suites share one server and the fence is
+// cluster-wide: with the runtime's 200 ms, a busy moment in another suite
+// could send a job down the row-per-state path and change what a test
+// sees. The test of a transaction left open sets it short itself.
 job_store make_store(const aw::test::fresh_database& db,
                      const std::string& worker_id,
-                     std::chrono::milliseconds retention = 1h) {
+                     std::chrono::milliseconds retention = 1h,
+                     std::chrono::milliseconds fence_wait = 30s) {
   aw::storage::job_store_options opts;
   opts.url = db.url;
   opts.worker_id = worker_id;
   opts.completed_retention = retention;
   opts.reclaim_window = 120s;
-  opts.fence_wait = 200ms;
+  opts.fence_wait = fence_wait;
   return job_store{opts};
 }
 
@@ -177,7 +182,7 @@ BOOST_AUTO_TEST_CASE(a_transaction_left_open_does_not_hold_a_lane_up) {
   pqxx::work idle_tx{*idle};
   idle_tx.exec("SELECT pg_current_xact_id()");
   auto ids = enqueue_n(db, 3);
-  auto store = make_store(db, "w1");
+  auto store = make_store(db, "w1", 1h, 200ms);
   BOOST_TEST(store.claim("default", 10).jobs.empty());
   // ...longer than fence_wait (200 ms): the waiting jobs move to the
   // row-per-state path and run anyway.
