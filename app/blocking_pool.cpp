@@ -91,12 +91,7 @@ blocking_pool::blocking_pool(size_t max_threads,
 }
 
 blocking_pool::~blocking_pool() {
-  {
-    std::lock_guard<std::mutex> guard{shared_->mtx};
-    shared_->stopping = true;
-    shared_->queue.clear();
-  }
-  shared_->cv.notify_all();
+  stop(std::chrono::milliseconds{0});
 }
 
 void blocking_pool::submit(std::function<void()> task) {
