@@ -1,6 +1,8 @@
 #pragma once
-// The storage actor: owns one job_store (one connection) and is the only
-// actor that runs SQL. It runs detached because libpqxx blocks.
+// The storage actor: owns one storage backend (one connection) and is the
+// only actor that runs SQL. It runs detached because libpqxx blocks. The
+// backend returns errors instead of throwing, so the deterministic tests
+// drive everything below over a scripted fake (test/actors/storage_test).
 //
 // Outcomes are batched through the mailbox: the first outcome of a batch
 // makes the actor send itself a flush; every outcome that arrives before
@@ -19,20 +21,9 @@
 
 #include "actor_worker/actors/backoff.hpp"
 #include "actor_worker/messages/actors.hpp"
-#include "actor_worker/storage/job_store.hpp"
+#include "actor_worker/storage/backend.hpp"
 
 namespace aw {
-
-/// What a storage actor needs beyond its connection: who hears about
-/// committed transitions, and the follow-ups to insert with them.
-struct storage_extras {
-  /// Receives the events of observed kinds after each commit (may be null).
-  hook_dispatcher_actor dispatcher;
-  /// Kinds with hooks or follow-ups.
-  std::vector<std::string> observed_kinds;
-  /// Follow-ups of a transition, computed inside its transaction.
-  storage::follow_up_function follow_ups;
-};
 
 /// An outcome waiting for the next flush, and the poller to report it to.
 struct pending_outcome {
@@ -43,7 +34,7 @@ struct pending_outcome {
 struct storage_state {
   static inline const char* name = "storage";
 
-  std::unique_ptr<storage::job_store> store;
+  std::shared_ptr<storage::backend> store;
   hook_dispatcher_actor dispatcher;
   /// Outcomes waiting for the next flush.
   std::vector<pending_outcome> pending;
@@ -62,10 +53,11 @@ struct storage_state {
 
 using storage_pointer = storage_actor::stateful_pointer<storage_state>;
 
-/// The behavior of a storage actor for `opts`. Connects lazily: a database
-/// that is down at start only delays the first statement.
-storage_actor::behavior_type storage_behavior(storage_pointer self,
-                                              storage::job_store_options opts,
-                                              storage_extras extras);
+/// The behavior of a storage actor over `store` (one connection, its own).
+/// Committed transitions of observed kinds go to `dispatcher` (may be
+/// null).
+storage_actor::behavior_type
+storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
+                 hook_dispatcher_actor dispatcher);
 
 } // namespace aw

@@ -11,6 +11,7 @@
 #include "actor_worker/actors/maintenance.hpp"
 #include "actor_worker/actors/poller.hpp"
 #include "actor_worker/actors/storage.hpp"
+#include "actor_worker/storage/pg_backend.hpp"
 #include "actor_worker/messages/job_handlers.hpp"
 #include "actor_worker/messages/error.hpp"
 
@@ -138,23 +139,29 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
   auto& st = self->state;
   st.cfg = std::move(cfg);
   auto opts = store_options(st.cfg);
-  storage_extras extras;
-  extras.dispatcher = st.cfg.hooks;
+  std::vector<std::string> observed;
+  storage::follow_up_function follow_ups;
   if (auto reg = st.cfg.handlers) {
-    extras.observed_kinds = reg->observed_kinds();
-    extras.follow_ups = [reg](const job_event& e) {
+    observed = reg->observed_kinds();
+    follow_ups = [reg](const job_event& e) {
       return reg->follow_ups(make_event(e));
     };
   }
+  auto spawn_storage = [&] {
+    std::shared_ptr<storage::backend> backend
+      = storage::make_pg_backend(opts, observed, follow_ups);
+    return self->spawn<caf::detached + caf::linked>(storage_behavior,
+                                                    std::move(backend),
+                                                    st.cfg.hooks);
+  };
   // pool_size storage actors, one connection each: every one claims and
   // records outcomes (a claim commits the outcomes waiting on its
-  // connection); the first also heartbeats, rescues, releases and cleans up.
+  // connection); the first also heartbeats and releases.
   for (int i = 0; i < st.cfg.config.database.pool_size; ++i)
-    st.completers.push_back(self->spawn<caf::detached + caf::linked>(
-      storage_behavior, opts, extras));
+    st.completers.push_back(spawn_storage());
   st.claimer = st.completers.front();
-  st.janitor = self->spawn<caf::detached + caf::linked>(storage_behavior, opts,
-                                                        extras);
+  // Maintenance works over a connection of its own.
+  st.janitor = spawn_storage();
   // Every component is linked: when the supervisor quits, they all do.
   // Their exits come here instead of killing the supervisor.
   self->set_exit_handler([self](caf::exit_msg& em) {

@@ -5,49 +5,13 @@
 #include <pqxx/pqxx>
 
 #include "actor_worker/config/defaults.hpp"
+#include "sql_statements.hpp"
 
 namespace aw::storage {
 
 namespace {
 
-// A waiting job is a row-per-state row (never on a lane): these update it
-// directly; its JSON leaves out the internal lane key, as the view does.
-constexpr const char* complete_sql = R"sql(
-UPDATE job_rows AS j
-   SET state = 'completed', finalized_at = now(), callback_result = $2::jsonb,
-       callback_timeout_at = NULL
- WHERE callback_id = $1::uuid AND state = 'waiting_external'
-RETURNING actor_worker_row_json(j)::text
-)sql";
-
-constexpr const char* retry_sql = R"sql(
-WITH resumed AS (
-  UPDATE job_rows AS j
-     SET state = 'available', run_at = now(), callback_result = $2::jsonb,
-         callback_timeout_at = NULL
-   WHERE callback_id = $1::uuid AND state = 'waiting_external'
-  RETURNING j.*
-), woken AS (
-  SELECT pg_notify($3, queue) FROM resumed
-)
-SELECT actor_worker_row_json(r)::text, (SELECT count(*) FROM woken)
-  FROM resumed AS r
-)sql";
-
-constexpr const char* fail_sql = R"sql(
-WITH moved AS (
-  DELETE FROM job_rows
-   WHERE callback_id = $1::uuid AND state = 'waiting_external'
-  RETURNING *
-)
-INSERT INTO dead_letter_jobs AS d
-  (original_job_id, kind, queue, args, priority, attempt, max_attempts,
-   error_count, last_error_message, created_at, failed_at, metadata, tags)
-SELECT id, kind, queue, args, priority, attempt, max_attempts,
-       error_count + 1, $2, created_at, now(), metadata, tags
-  FROM moved
-RETURNING to_jsonb(d)::text
-)sql";
+// The statements are storage/sql/callback_*.sql.
 
 bool is_uuid(const std::string& s) {
   if (s.size() != 36)
@@ -92,38 +56,36 @@ job_event resolve_callback(pqxx::dbtransaction& tx,
                                         : std::optional<std::string>{payload.dump()};
   switch (action) {
     case callback_action::complete:
-      rows = sub.exec_params(complete_sql, callback_id, payload_text);
+      rows = sub.exec_params(sql::callback_complete, callback_id, payload_text);
       e.type = event_type::completed;
       break;
     case callback_action::retry:
-      rows = sub.exec_params(retry_sql, callback_id, payload_text,
+      rows = sub.exec_params(sql::callback_retry, callback_id, payload_text,
                              defaults::notify_channel);
       e.type = event_type::retried;
       break;
     case callback_action::fail:
       e.message = error_message.empty() ? "failed by its external callback"
                                         : error_message;
-      rows = sub.exec_params(fail_sql, callback_id, e.message);
+      rows = sub.exec_params(sql::callback_fail, callback_id, e.message);
       e.type = event_type::exhausted;
       break;
   }
   if (rows.empty()) {
-    auto job = sub.exec_params("SELECT id, state FROM jobs "
-                               "WHERE callback_id = $1::uuid",
-                               callback_id);
+    auto job = sub.exec_params(sql::callback_job, callback_id);
     sub.commit();
     if (job.empty())
       throw callback_error(ec::callback_not_found,
                            "no job has callback id " + callback_id);
     throw callback_error(ec::callback_not_waiting,
                          "callback " + callback_id + " belongs to job "
-                           + job[0][0].as<std::string>()
+                           + job[0]["id"].as<std::string>()
                            + ", which is no longer waiting for it (state "
-                           + job[0][1].as<std::string>()
+                           + job[0]["state"].as<std::string>()
                            + "): it was already resolved or timed out");
   }
   sub.commit();
-  e.job_json = rows[0][0].as<std::string>();
+  e.job_json = rows[0]["row_json"].as<std::string>();
   e.kind = nlohmann::json::parse(e.job_json).value("kind", std::string{});
   return e;
 }

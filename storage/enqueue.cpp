@@ -5,96 +5,13 @@
 
 #include <pqxx/pqxx>
 
+#include "sql_statements.hpp"
+
 namespace aw {
 
 namespace {
 
-// All rows travel as one JSON array parameter: one statement and one
-// round trip however many jobs, and no SQL is ever built from values. Jobs
-// due at once without an ordering key go on their queue's lane (a lane key,
-// ready_xid); the others take the row-per-state path (see
-// migrations/004_fast_lane.sql), as the `jobs` view's INSERT rule does.
-constexpr const char* enqueue_sql = R"sql(
-INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
-                      max_attempts, metadata, tags, deadline_ms, ordering_key,
-                      ready_xid)
-SELECT r.kind, r.queue, r.args,
-       CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
-       r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms,
-       r.ordering_key,
-       CASE WHEN r.run_at = now() AND r.ordering_key IS NULL
-            THEN pg_current_xact_id() END
-  FROM (SELECT e.doc->>'kind' AS kind,
-               e.doc->>'queue' AS queue,
-               e.doc->'args' AS args,
-               (e.doc->>'priority')::integer AS priority,
-               coalesce((e.doc->>'run_at')::timestamptz,
-                        now() + (e.doc->>'delay_ms')::bigint
-                                * interval '1 millisecond') AS run_at,
-               (e.doc->>'max_attempts')::integer AS max_attempts,
-               e.doc->'metadata' AS metadata,
-               ARRAY(SELECT jsonb_array_elements_text(e.doc->'tags')) AS tags,
-               (e.doc->>'deadline_ms')::bigint AS deadline_ms,
-               e.doc->>'ordering_key' AS ordering_key,
-               e.ord
-          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(doc, ord)) AS r
- ORDER BY r.ord
-RETURNING id
-)sql";
-
-// The bulk path for jobs with nothing but kind, queue, args and priority
-// (due at once, default everything else): one array per column, which the
-// server reads far faster than a JSON document per row. Such jobs always
-// go on their queue's lane.
-constexpr const char* enqueue_plain_sql = R"sql(
-INSERT INTO job_rows (kind, queue, args, priority, ready_xid)
-SELECT u.kind, u.queue, u.args, u.priority, pg_current_xact_id()
-  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[])
-       AS u(kind, queue, args, priority)
-RETURNING id
-)sql";
-
-// A unique job: the key is a SHA-256 of kind, args (jsonb text is
-// canonical: keys sorted), optionally queue and period bucket.
-constexpr const char* unique_key_sql = R"sql(
-SELECT encode(sha256(convert_to(
-         $1 || chr(31) || $2::jsonb::text || chr(31)
-         || CASE WHEN $3 THEN $4 ELSE '' END || chr(31)
-         || CASE WHEN $5::bigint > 0
-                 THEN floor(extract(epoch FROM now()) * 1000 / $5::bigint)::bigint::text
-                 ELSE '' END, 'UTF8')), 'hex')
-)sql";
-
-// A unique job is never on a lane: the unique index needs its real state.
-constexpr const char* unique_insert_sql = R"sql(
-INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
-                      max_attempts, metadata, tags, deadline_ms, ordering_key,
-                      unique_key, unique_states, ready_xid)
-SELECT e.doc->>'kind', e.doc->>'queue', e.doc->'args', s.state,
-       (e.doc->>'priority')::integer, s.run_at,
-       (e.doc->>'max_attempts')::integer, e.doc->'metadata',
-       ARRAY(SELECT jsonb_array_elements_text(e.doc->'tags')),
-       (e.doc->>'deadline_ms')::bigint, e.doc->>'ordering_key', $2,
-       $3::text[], NULL
-  FROM (SELECT $1::jsonb AS doc) AS e,
-       LATERAL (SELECT t.run_at,
-                       CASE WHEN t.run_at > now() THEN 'scheduled'
-                            ELSE 'available' END AS state
-                  FROM (SELECT coalesce((e.doc->>'run_at')::timestamptz,
-                                        now() + (e.doc->>'delay_ms')::bigint
-                                                * interval '1 millisecond')
-                                 AS run_at) AS t) AS s
-ON CONFLICT (unique_key)
-   WHERE unique_key IS NOT NULL
-     AND actor_worker_unique_active(state, unique_states)
-   DO NOTHING
-RETURNING id
-)sql";
-
-constexpr const char* unique_existing_sql = R"sql(
-SELECT id FROM job_rows
- WHERE unique_key = $1 AND actor_worker_unique_active(state, unique_states)
-)sql";
+// The statements are storage/sql/enqueue*.sql and unique_*.sql.
 
 nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
                       const insert_options& opts) {
@@ -170,7 +87,7 @@ nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
   return row;
 }
 
-/// True when the bulk path (enqueue_plain_sql) can insert the job: every
+/// True when the bulk path (storage::sql::enqueue_plain) can insert the job: every
 /// option but queue and priority at its default.
 bool plain(const insert_options& o) {
   return !o.unique && !o.max_attempts && !o.run_at && o.delay.count() == 0
@@ -199,9 +116,9 @@ namespace {
 int64_t enqueue_unique(pqxx::transaction_base& tx, const nlohmann::json& row,
                        const enqueue_request& req) {
   const auto& u = *req.options.unique;
-  auto key = tx.exec_params1(unique_key_sql, req.kind, row["args"].dump(),
+  auto key = tx.exec_params1(storage::sql::unique_key, req.kind, row["args"].dump(),
                              u.by_queue, req.options.queue,
-                             static_cast<int64_t>(u.period.count()))[0]
+                             static_cast<int64_t>(u.period.count()))["key"]
                .as<std::string>();
   std::string states = "{";
   for (size_t i = 0; i < u.states.size(); ++i)
@@ -212,12 +129,12 @@ int64_t enqueue_unique(pqxx::transaction_base& tx, const nlohmann::json& row,
   // snapshot in READ COMMITTED) then sees its row. Should that job leave
   // its unique states in between, insert again.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto inserted = tx.exec_params(unique_insert_sql, row.dump(), key, states);
+    auto inserted = tx.exec_params(storage::sql::unique_insert, row.dump(), key, states);
     if (!inserted.empty())
-      return inserted[0][0].as<int64_t>();
-    auto existing = tx.exec_params(unique_existing_sql, key);
+      return inserted[0]["id"].as<int64_t>();
+    auto existing = tx.exec_params(storage::sql::unique_existing, key);
     if (!existing.empty())
-      return existing[0][0].as<int64_t>();
+      return existing[0]["id"].as<int64_t>();
   }
   throw std::runtime_error("enqueue: unique job of kind '" + req.kind
                            + "' neither inserted nor found after 3 tries");
@@ -269,15 +186,17 @@ std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
     queues += '}';
     args += '}';
     priorities += '}';
-    auto result = tx.exec_params(enqueue_plain_sql, kinds, queues, args,
+    auto result = tx.exec_params(storage::sql::enqueue_plain, kinds, queues, args,
                                  priorities);
+    auto id = result.column_number("id");
     for (size_t k = 0; k < result.size() && k < plain_jobs.size(); ++k)
-      ids[plain_jobs[k]] = result[k][0].as<int64_t>();
+      ids[plain_jobs[k]] = result[k][id].as<int64_t>();
   }
   if (!bulk.empty()) {
-    auto result = tx.exec_params(enqueue_sql, rows.dump());
+    auto result = tx.exec_params(storage::sql::enqueue, rows.dump());
+    auto id = result.column_number("id");
     for (size_t k = 0; k < result.size() && k < bulk.size(); ++k)
-      ids[bulk[k]] = result[k][0].as<int64_t>();
+      ids[bulk[k]] = result[k][id].as<int64_t>();
   }
   for (size_t i = 0; i < jobs.size(); ++i)
     if (jobs[i].options.unique)

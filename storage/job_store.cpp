@@ -11,299 +11,21 @@
 #include <pqxx/pqxx>
 
 #include "actor_worker/config/defaults.hpp"
+#include "sql_statements.hpp"
 
 namespace aw::storage {
 
 namespace {
 
 // -- the named queries ---------------------------------------------------------
+// Each statement is a file in storage/sql/ (embedded at build time as
+// sql::NAME), prepared once per connection under the name "aw_NAME".
 // Statements that finalize a run of a row-per-state job check the row is
 // still running under this worker *in that run* (`attempt`), so an outcome
 // that arrives after the job was released, rescued or claimed again
 // changes nothing. Lane jobs are guarded by their batch (see
 // migrations/004_fast_lane.sql). Rows go out as JSON without the internal
 // ready_xid column, as the `jobs` view shows them.
-
-// One statement: row-per-state jobs and lane batches, lowest priority first.
-// A claim alone commits asynchronously (no WAL flush wait: 2-3 ms of the
-// pickup latency on these disks). Losing it in a server crash only makes
-// its jobs claimable again, at-least-once as after any crash, and every
-// outcome the worker later records commits synchronously, flushing the
-// claim's WAL with it. The setting is referenced so the planner keeps it.
-constexpr const char* claim_sql = R"sql(
-SELECT batch_id, id, kind, args, priority, attempt, error_count,
-       max_attempts, metadata, deadline_ms, event_row
-  FROM (SELECT set_config('synchronous_commit', 'off', true) AS mode) AS claim_commit,
-       actor_worker_claim($1, $2, $3, $4, $5, $6::text[], $7)
- WHERE claim_commit.mode = 'off'
-)sql";
-
-// The hot loop in one round trip and one commit: the previous batch's
-// completions (lane jobs nobody observes) and the next claim.
-constexpr const char* finish_and_claim_sql = R"sql(
-SELECT batch_id, id, kind, args, priority, attempt, error_count,
-       max_attempts, metadata, deadline_ms, event_row
-  FROM actor_worker_finish_and_claim($1, $2::bigint[], $3::bigint[], $4, $5,
-                                     $6, $7, $8, $9::text[], $10, $11)
-)sql";
-
-// Lane outcomes: completions become one receipt per batch, other outcomes
-// turn their job into an ordinary running row recorded below.
-constexpr const char* finish_lane_sql = R"sql(
-SELECT actor_worker_finish_lane($1, $2::bigint[], $3::bigint[], $4::boolean[], $5,
-                                $6)
-)sql";
-
-// The jobs of a lane batch claimed above, read after its claim committed.
-constexpr const char* batch_jobs_sql = R"sql(
-SELECT batch_id, id, kind, args, priority, attempt, error_count,
-       max_attempts, metadata, deadline_ms, event_row
-  FROM actor_worker_batch_jobs($1, $2, $3::text[])
-)sql";
-
-// The committed rows of observed lane completions, for their events.
-constexpr const char* lane_rows_sql = R"sql(
-SELECT id, to_jsonb(j)::text FROM jobs AS j WHERE id = ANY($1::bigint[])
-)sql";
-
-// The same when completed rows are deleted at once: read before the
-// delete, as they will have been.
-constexpr const char* lane_rows_deleted_sql = R"sql(
-SELECT id, (to_jsonb(j) || jsonb_build_object('state', 'completed',
-                                              'finalized_at', now()))::text
-  FROM jobs AS j WHERE id = ANY($1::bigint[])
-)sql";
-
-// Completions of row-per-state jobs, one statement per batch. `(state =
-// 'running') IS TRUE` is `state = 'running'` that the planner cannot match
-// to the partial running-jobs index: a batch must look its ids up by
-// primary key, not scan every running row of the worker and test each
-// against the array (3x slower at 500 running jobs, measured). A finished
-// job with an ordering key unblocks the next job of its key: wake that
-// queue's pollers rather than leave the next one to the idle poll.
-constexpr const char* complete_sql = R"sql(
-WITH runs AS (
-  SELECT * FROM unnest($1::bigint[], $5::integer[]) AS r(id, attempt)
-), done AS (
-  UPDATE job_rows AS j SET state = 'completed', finalized_at = now(),
-                           deadline_at = NULL
-    FROM runs
-   WHERE j.id = ANY($1::bigint[]) AND j.id = runs.id
-     AND j.attempt = runs.attempt
-     AND (j.state = 'running') IS TRUE AND j.locked_by = $2
-  RETURNING j.id, j.queue, j.ordering_key,
-            CASE WHEN j.kind = ANY($3::text[])
-                 THEN actor_worker_row_json(j)::text END AS row
-), woken AS (
-  SELECT pg_notify($4, q.queue)
-    FROM (SELECT DISTINCT queue FROM done WHERE ordering_key IS NOT NULL) AS q
-)
-SELECT id, row, (SELECT count(*) FROM woken) FROM done
-)sql";
-
-constexpr const char* complete_delete_sql = R"sql(
-WITH runs AS (
-  SELECT * FROM unnest($1::bigint[], $5::integer[]) AS r(id, attempt)
-), done AS (
-  DELETE FROM job_rows AS j
-   USING runs
-   WHERE j.id = ANY($1::bigint[]) AND j.id = runs.id
-     AND j.attempt = runs.attempt
-     AND (j.state = 'running') IS TRUE AND j.locked_by = $2
-  RETURNING j.id, j.queue, j.ordering_key,
-            CASE WHEN j.kind = ANY($3::text[])
-                 THEN (actor_worker_row_json(j) || jsonb_build_object(
-                         'state', 'completed', 'finalized_at', now(),
-                         'deadline_at', NULL))::text END AS row
-), woken AS (
-  SELECT pg_notify($4, q.queue)
-    FROM (SELECT DISTINCT queue FROM done WHERE ordering_key IS NOT NULL) AS q
-)
-SELECT id, row, (SELECT count(*) FROM woken) FROM done
-)sql";
-
-// Reschedules after $5 ms, or (when $5 is NULL) after the retry backoff
-// (migrations/005_retry_backoff.sql), unless this failure was the job's
-// last allowed attempt.
-constexpr const char* retry_sql = R"sql(
-UPDATE job_rows AS j
-   SET state = 'scheduled', error_count = error_count + 1,
-       last_error_message = $3, last_failed_at = now(),
-       run_at = now() + coalesce($5::bigint * interval '1 millisecond',
-                                 actor_worker_retry_backoff(error_count)),
-       locked_by = NULL, locked_at = NULL, deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $6
-   AND error_count + 1 < coalesce(max_attempts, $4::integer + 1)
-RETURNING actor_worker_row_json(j)::text
-)sql";
-
-constexpr const char* dead_letter_sql = R"sql(
-WITH moved AS (
-  DELETE FROM job_rows
-   WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $5
-  RETURNING *
-)
-INSERT INTO dead_letter_jobs AS d
-  (original_job_id, kind, queue, args, priority, attempt, max_attempts,
-   error_count, last_error_message, created_at, failed_at, metadata, tags)
-SELECT id, kind, queue, args, priority, attempt, max_attempts,
-       error_count + 1, $3, created_at, now(), metadata, tags
-  FROM moved
-RETURNING to_jsonb(d)::text,
-          (SELECT count(*) FROM moved AS m,
-                  LATERAL (SELECT pg_notify($4, m.queue)) AS n
-            WHERE m.ordering_key IS NOT NULL)
-)sql";
-
-constexpr const char* snooze_sql = R"sql(
-UPDATE job_rows AS j
-   SET state = 'scheduled', run_at = now() + $3::bigint * interval '1 millisecond',
-       locked_by = NULL, locked_at = NULL, deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $4
-RETURNING actor_worker_row_json(j)::text
-)sql";
-
-constexpr const char* cancel_sql = R"sql(
-UPDATE job_rows AS j
-   SET state = 'cancelled', finalized_at = now(), last_error_message = $3,
-       deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $5
-RETURNING actor_worker_row_json(j)::text,
-          CASE WHEN ordering_key IS NOT NULL
-               THEN pg_notify($4, queue) END
-)sql";
-
-// The callback id comes from gen_random_uuid(): 122 random bits from a
-// cryptographic source, so nobody can guess a waiting job's id.
-constexpr const char* wait_sql = R"sql(
-UPDATE job_rows AS j
-   SET state = 'waiting_external', callback_id = gen_random_uuid(),
-       callback_timeout_at = now() + $3::bigint * interval '1 millisecond',
-       callback_result = NULL, locked_by = NULL, locked_at = NULL,
-       deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $4
-RETURNING actor_worker_row_json(j)::text
-)sql";
-
-// Row-per-state jobs back to available; jobs that never started give
-// their attempt back ($4 false).
-constexpr const char* release_sql = R"sql(
-WITH released AS (
-  UPDATE job_rows
-     SET state = 'available', locked_by = NULL, locked_at = NULL,
-         deadline_at = NULL,
-         attempt = attempt - CASE WHEN $4 THEN 0 ELSE 1 END
-   WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
-     AND locked_by = $2
-  RETURNING queue
-), woken AS (
-  SELECT pg_notify($3, q.queue) FROM (SELECT DISTINCT queue FROM released) AS q
-)
-SELECT (SELECT count(*) FROM released), (SELECT count(*) FROM woken)
-)sql";
-
-constexpr const char* release_lane_sql = R"sql(
-SELECT actor_worker_release_lane($1, $2::bigint[], $3::bigint[], $4)
-)sql";
-
-// One statement for every running row-per-state job of this worker, one
-// for every open batch.
-constexpr const char* heartbeat_sql = R"sql(
-UPDATE job_rows SET locked_at = now()
- WHERE id = ANY($1::bigint[]) AND state = 'running' AND locked_by = $2
-RETURNING id
-)sql";
-
-constexpr const char* heartbeat_batches_sql = R"sql(
-UPDATE claim_batches SET heartbeat_at = now()
- WHERE id = ANY($1::bigint[]) AND worker = $2 AND closed_at IS NULL
-RETURNING id
-)sql";
-
-// Rescue, part one: expired lane batches hand their unfinished jobs over as
-// running rows (see actor_worker_expire_batches).
-constexpr const char* expire_batches_sql = R"sql(
-SELECT actor_worker_expire_batches($1, $2)
-)sql";
-
-// Cluster-wide rescue of running jobs whose lease is older than the reclaim
-// window ($1 s), and of waiting jobs whose callback timed out. Each is
-// charged a failed attempt and rescheduled with the usual backoff, or
-// dead-lettered when it was its last. SKIP LOCKED makes it safe on every
-// node at once. Deadlines are enforced by the node that runs the job
-// (from the moment its handler starts), so they need no rescue here.
-constexpr const char* rescue_sql = R"sql(
-WITH stale AS (
-  SELECT id, r.reason,
-         CASE r.reason
-           WHEN 'expired_callback'
-           THEN 'callback expired: no callback for ' || coalesce(callback_id::text, '?')
-                || ' by ' || callback_timeout_at
-           ELSE 'lease expired: worker ' || coalesce(locked_by, '?')
-                || ' stopped heartbeating (last heartbeat at ' || locked_at || ')'
-         END AS message
-    FROM job_rows,
-         LATERAL (SELECT CASE WHEN state = 'waiting_external'
-                              THEN 'expired_callback'
-                              ELSE 'stale_heartbeat' END AS reason) AS r
-   WHERE (state = 'running'
-          AND locked_at < now() - make_interval(secs => $1::double precision))
-      OR (state = 'waiting_external' AND callback_timeout_at < now())
-   ORDER BY id
-   LIMIT $3
-   FOR UPDATE OF job_rows SKIP LOCKED
-), retried AS (
-  UPDATE job_rows AS j
-     SET state = 'scheduled', error_count = j.error_count + 1,
-         last_error_message = stale.message, last_failed_at = now(),
-         run_at = now() + actor_worker_retry_backoff(j.error_count),
-         locked_by = NULL, locked_at = NULL, deadline_at = NULL
-    FROM stale
-   WHERE j.id = stale.id
-     AND j.error_count + 1 < coalesce(j.max_attempts, $2::integer + 1)
-  RETURNING j.id, j.kind, stale.reason, false AS dead, stale.message,
-            actor_worker_row_json(j)::text AS row
-), dead AS (
-  DELETE FROM job_rows AS j USING stale
-   WHERE j.id = stale.id
-     AND j.error_count + 1 >= coalesce(j.max_attempts, $2::integer + 1)
-  RETURNING j.*, stale.reason AS rescue_reason, stale.message AS rescue_message
-), buried AS (
-  INSERT INTO dead_letter_jobs AS b
-    (original_job_id, kind, queue, args, priority, attempt, max_attempts,
-     error_count, last_error_message, created_at, failed_at, metadata, tags)
-  SELECT id, kind, queue, args, priority, attempt, max_attempts,
-         error_count + 1, rescue_message, created_at, now(), metadata, tags
-    FROM dead
-  RETURNING b.original_job_id, to_jsonb(b)::text AS row
-)
-SELECT id, kind, reason, dead, message, row FROM retried
-UNION ALL
-SELECT d.id, d.kind, d.rescue_reason, true, d.rescue_message, b.row
-  FROM dead AS d JOIN buried AS b ON b.original_job_id = d.id
- ORDER BY 1
-)sql";
-
-// The queue tables' dead tuples (statistics, updated within a second or so).
-constexpr const char* dead_tuples_sql = R"sql(
-SELECT relname, n_dead_tup, n_live_tup FROM pg_stat_user_tables
- WHERE schemaname = current_schema()
-   AND relname IN ('claim_batches', 'batch_completions', 'claim_cursors')
-)sql";
-
-constexpr const char* cleanup_sql = R"sql(
-DELETE FROM job_rows WHERE id IN (
-  SELECT id FROM job_rows
-   WHERE state IN ('completed', 'cancelled')
-     AND finalized_at < now() - make_interval(secs => $1::double precision)
-   ORDER BY finalized_at
-   LIMIT $2)
-)sql";
-
-// Lane batches carry about a claim's worth of jobs each.
-constexpr const char* cleanup_lanes_sql = R"sql(
-SELECT actor_worker_cleanup_lanes($1, $2)
-)sql";
 
 /// The follow-ups of one committed transition. A callable that throws
 /// (anything) is reported as an error naming the trigger's kind, event and
@@ -410,28 +132,28 @@ void job_store::connect() {
     return;
   std::unique_ptr<pqxx::connection_base, connection_deleter> conn{
     new pqxx::connection(opts_.url), &delete_connection};
-  conn->prepare("aw_claim", claim_sql);
-  conn->prepare("aw_finish_and_claim", finish_and_claim_sql);
-  conn->prepare("aw_batch_jobs", batch_jobs_sql);
-  conn->prepare("aw_finish_lane", finish_lane_sql);
-  conn->prepare("aw_lane_rows", lane_rows_sql);
-  conn->prepare("aw_lane_rows_deleted", lane_rows_deleted_sql);
-  conn->prepare("aw_complete", complete_sql);
-  conn->prepare("aw_complete_delete", complete_delete_sql);
-  conn->prepare("aw_retry", retry_sql);
-  conn->prepare("aw_dead_letter", dead_letter_sql);
-  conn->prepare("aw_release", release_sql);
-  conn->prepare("aw_release_lane", release_lane_sql);
-  conn->prepare("aw_cleanup", cleanup_sql);
-  conn->prepare("aw_dead_tuples", dead_tuples_sql);
-  conn->prepare("aw_cleanup_lanes", cleanup_lanes_sql);
-  conn->prepare("aw_heartbeat", heartbeat_sql);
-  conn->prepare("aw_heartbeat_batches", heartbeat_batches_sql);
-  conn->prepare("aw_snooze", snooze_sql);
-  conn->prepare("aw_cancel", cancel_sql);
-  conn->prepare("aw_wait", wait_sql);
-  conn->prepare("aw_expire_batches", expire_batches_sql);
-  conn->prepare("aw_rescue", rescue_sql);
+  conn->prepare("aw_claim", sql::claim);
+  conn->prepare("aw_finish_and_claim", sql::finish_and_claim);
+  conn->prepare("aw_batch_jobs", sql::batch_jobs);
+  conn->prepare("aw_finish_lane", sql::finish_lane);
+  conn->prepare("aw_lane_rows", sql::lane_rows);
+  conn->prepare("aw_lane_rows_deleted", sql::lane_rows_deleted);
+  conn->prepare("aw_complete", sql::complete);
+  conn->prepare("aw_complete_delete", sql::complete_delete);
+  conn->prepare("aw_retry", sql::retry);
+  conn->prepare("aw_dead_letter", sql::dead_letter);
+  conn->prepare("aw_release", sql::release);
+  conn->prepare("aw_release_lane", sql::release_lane);
+  conn->prepare("aw_cleanup", sql::cleanup);
+  conn->prepare("aw_dead_tuples", sql::dead_tuples);
+  conn->prepare("aw_cleanup_lanes", sql::cleanup_lanes);
+  conn->prepare("aw_heartbeat", sql::heartbeat);
+  conn->prepare("aw_heartbeat_batches", sql::heartbeat_batches);
+  conn->prepare("aw_snooze", sql::snooze);
+  conn->prepare("aw_cancel", sql::cancel);
+  conn->prepare("aw_wait", sql::wait);
+  conn->prepare("aw_expire_batches", sql::expire_batches);
+  conn->prepare("aw_rescue", sql::rescue);
   conn_ = std::move(conn);
 }
 
@@ -458,16 +180,30 @@ namespace {
 void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
                       claim_result& out, std::vector<int64_t>* batches,
                       std::unordered_set<int64_t>* owned) {
+  if (rows.empty())
+    return;
+  // Columns by name, looked up once per result rather than once per field.
+  auto batch_id = rows.column_number("batch_id");
+  auto id = rows.column_number("id");
+  auto kind = rows.column_number("kind");
+  auto args = rows.column_number("args");
+  auto priority = rows.column_number("priority");
+  auto attempt = rows.column_number("attempt");
+  auto error_count = rows.column_number("error_count");
+  auto max_attempts = rows.column_number("max_attempts");
+  auto metadata = rows.column_number("metadata");
+  auto deadline_ms = rows.column_number("deadline_ms");
+  auto event_row = rows.column_number("event_row");
   out.jobs.reserve(out.jobs.size() + rows.size());
   for (const auto& row : rows) {
-    if (row[0].is_null()) {
-      auto what = row[2].as<std::string>();
+    if (row[batch_id].is_null()) {
+      auto what = row[kind].as<std::string>();
       if (what == "batch") {
         if (batches != nullptr)
-          batches->push_back(row[1].as<int64_t>());
+          batches->push_back(row[id].as<int64_t>());
       } else if (what == "owned") {
         if (owned != nullptr)
-          owned->insert(row[1].as<int64_t>());
+          owned->insert(row[id].as<int64_t>());
       } else if (what == "bytes") {
         out.byte_bound = true;
       } else {
@@ -476,19 +212,19 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
       continue;
     }
     claimed_job job;
-    job.batch_id = row[0].as<int64_t>();
-    job.id = row[1].as<int64_t>();
-    job.kind = row[2].as<std::string>();
+    job.batch_id = row[batch_id].as<int64_t>();
+    job.id = row[id].as<int64_t>();
+    job.kind = row[kind].as<std::string>();
     job.queue = queue;
-    job.args = row[3].as<std::string>();
-    job.priority = row[4].as<int32_t>();
-    job.attempt = row[5].as<int32_t>();
-    job.error_count = row[6].as<int32_t>();
-    job.max_attempts = row[7].as<int32_t>();
-    job.metadata = row[8].as<std::string>();
-    job.deadline_ms = row[9].as<int64_t>();
-    if (!row[10].is_null())
-      job.started_row = row[10].as<std::string>();
+    job.args = row[args].as<std::string>();
+    job.priority = row[priority].as<int32_t>();
+    job.attempt = row[attempt].as<int32_t>();
+    job.error_count = row[error_count].as<int32_t>();
+    job.max_attempts = row[max_attempts].as<int32_t>();
+    job.metadata = row[metadata].as<std::string>();
+    job.deadline_ms = row[deadline_ms].as<int64_t>();
+    if (!row[event_row].is_null())
+      job.started_row = row[event_row].as<std::string>();
     out.jobs.push_back(std::move(job));
   }
 }
@@ -630,7 +366,8 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
       return;
     for (const auto& row :
          tx->exec_prepared(stmt, to_array_literal(observed_done)))
-      lane_rows.emplace(row[0].as<int64_t>(), row[1].as<std::string>());
+      lane_rows.emplace(row["id"].as<int64_t>(),
+                        row["row_json"].as<std::string>());
   };
   std::vector<bool> materialized(outcomes.size(), false);
   if (!lane_jobs.empty()) {
@@ -643,7 +380,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
                                   in_doubt);
     std::unordered_set<int64_t> owned;
     for (const auto& row : rows)
-      owned.insert(row[0].as<int64_t>());
+      owned.insert(row["batch_id"].as<int64_t>());
     if (!deleting)
       read_lane_rows("aw_lane_rows");
     for (auto i : lane_index) {
@@ -679,8 +416,9 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
                                   to_array_literal(completed_attempts));
     std::unordered_map<int64_t, std::string> applied;
     for (const auto& row : rows)
-      applied.emplace(row[0].as<int64_t>(),
-                      row[1].is_null() ? std::string{} : row[1].as<std::string>());
+      applied.emplace(row["id"].as<int64_t>(),
+                      row["row"].is_null() ? std::string{}
+                                           : row["row"].as<std::string>());
     for (size_t i = 0; i < outcomes.size(); ++i) {
       if (outcomes[i].batch_id != 0
           || outcomes[i].kind != outcome_kind::completed)
@@ -698,7 +436,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
     auto r = tx->exec_prepared(stmt, std::forward<decltype(args)>(args)...);
     if (r.empty())
       return std::nullopt;
-    return r[0][0].template as<std::string>();
+    return r[0]["row_json"].template as<std::string>();
   };
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& o = outcomes[i];
@@ -792,13 +530,13 @@ int64_t job_store::release(const std::vector<held_job>& jobs, bool started) {
     auto r = tx.exec_prepared("aw_release", to_array_literal(rows),
                               opts_.worker_id, defaults::notify_channel,
                               started);
-    released += r.empty() ? 0 : r[0][0].as<int64_t>();
+    released += r.empty() ? 0 : r[0]["released"].as<int64_t>();
   }
   if (!lane_jobs.empty()) {
     auto r = tx.exec_prepared("aw_release_lane", opts_.worker_id,
                               to_array_literal(lane_jobs),
                               to_array_literal(lane_batches), started);
-    released += r.empty() ? 0 : r[0][0].as<int64_t>();
+    released += r.empty() ? 0 : r[0]["released"].as<int64_t>();
   }
   tx.commit();
   return released;
@@ -824,12 +562,12 @@ heartbeat_report job_store::heartbeat(const std::vector<int64_t>& jobs,
     for (const auto& row : tx.exec_prepared("aw_heartbeat",
                                             to_array_literal(jobs),
                                             opts_.worker_id))
-      out.jobs.push_back(row[0].as<int64_t>());
+      out.jobs.push_back(row["id"].as<int64_t>());
   if (!batches.empty())
     for (const auto& row : tx.exec_prepared("aw_heartbeat_batches",
                                             to_array_literal(batches),
                                             opts_.worker_id))
-      out.batches.push_back(row[0].as<int64_t>());
+      out.batches.push_back(row["id"].as<int64_t>());
   return out;
 }
 
@@ -844,14 +582,14 @@ std::vector<rescued_job> job_store::rescue(int limit) {
   out.reserve(rows.size());
   for (const auto& row : rows) {
     rescued_job r;
-    r.id = row[0].as<int64_t>();
-    r.kind = row[1].as<std::string>();
-    auto reason = row[2].as<std::string>();
+    r.id = row["id"].as<int64_t>();
+    r.kind = row["kind"].as<std::string>();
+    auto reason = row["reason"].as<std::string>();
     r.reason = reason == "expired_callback" ? rescue_reason::expired_callback
                                             : rescue_reason::stale_heartbeat;
-    r.dead_lettered = row[3].as<bool>();
-    r.message = row[4].as<std::string>();
-    r.job_json = row[5].as<std::string>();
+    r.dead_lettered = row["dead"].as<bool>();
+    r.message = row["message"].as<std::string>();
+    r.job_json = row["row"].as<std::string>();
     out.push_back(std::move(r));
   }
   return out;
@@ -880,7 +618,7 @@ int64_t job_store::delete_expired(int batch) {
   auto result = tx.exec_prepared("aw_cleanup", seconds, batch);
   int64_t deleted = result.affected_rows();
   auto lanes = tx.exec_prepared("aw_cleanup_lanes", seconds, batch);
-  deleted += lanes.empty() ? 0 : lanes[0][0].as<int64_t>();
+  deleted += lanes.empty() ? 0 : lanes[0]["deleted"].as<int64_t>();
   tx.commit();
   return deleted;
 }
@@ -891,11 +629,11 @@ std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {
   {
     pqxx::nontransaction tx(*conn_, "aw_dead_tuples");
     for (const auto& row : tx.exec_prepared("aw_dead_tuples")) {
-      auto dead = row[1].as<int64_t>();
-      auto live = row[2].as<int64_t>();
+      auto dead = row["n_dead_tup"].as<int64_t>();
+      auto live = row["n_live_tup"].as<int64_t>();
       if (dead >= min_dead
           && static_cast<double>(dead) >= share * static_cast<double>(live))
-        due.push_back(row[0].as<std::string>());
+        due.push_back(row["relname"].as<std::string>());
     }
   }
   // The names come from the fixed list above, never from input. VACUUM

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actor_worker/messages/job.hpp"
+#include "actor_worker/storage/backend.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 
 namespace pqxx {
@@ -48,28 +49,6 @@ struct job_store_options {
   /// jobs waiting behind it are claimed the row-per-state way instead.
   std::chrono::milliseconds fence_wait{200};
 };
-
-/// What finish() did with one outcome.
-struct finish_report {
-  finish_result result = finish_result::stale;
-  /// The transition fires an event (and has the committed row in
-  /// event.job_json when the kind is observed).
-  bool has_event = false;
-  job_event event;
-};
-
-/// The leases a heartbeat still holds.
-struct heartbeat_report {
-  /// Row-per-state jobs still running under this worker.
-  std::vector<int64_t> jobs;
-  /// Lane batches still open under this worker.
-  std::vector<int64_t> batches;
-};
-
-/// Computes the durable follow-up jobs of a committed transition, inside
-/// its transaction. Throwing rolls the whole transaction back.
-using follow_up_function
-  = std::function<std::vector<enqueue_request>(const job_event&)>;
 
 class job_store {
 public:

@@ -2,6 +2,8 @@
 
 #include <pqxx/pqxx>
 
+#include "sql_statements.hpp"
+
 namespace aw::storage {
 
 namespace {
@@ -9,20 +11,11 @@ namespace {
 /// Serializes concurrent `migrate` runs cluster-wide ("awmigrat" in ASCII).
 constexpr int64_t migrate_lock_key = 0x61776d6967726174;
 
-constexpr const char* create_version_table_sql = R"sql(
-CREATE TABLE IF NOT EXISTS actor_worker_migrations (
-  version    integer PRIMARY KEY,
-  name       text        NOT NULL,
-  applied_at timestamptz NOT NULL DEFAULT now()
-)
-)sql";
-
+/// The schema version applied so far; 0 before the first migration.
 int recorded_version(pqxx::transaction_base& tx) {
-  auto exists = tx.exec1("SELECT to_regclass('actor_worker_migrations') IS NOT NULL");
-  if (!exists[0].as<bool>())
+  if (!tx.exec1(sql::migration_table_exists)["present"].as<bool>())
     return 0;
-  auto row = tx.exec1("SELECT coalesce(max(version), 0) FROM actor_worker_migrations");
-  return row[0].as<int>();
+  return tx.exec1(sql::migration_version)["version"].as<int>();
 }
 
 } // namespace
@@ -35,8 +28,8 @@ int latest_migration_version() {
 migrate_report migrate(const std::string& url) {
   pqxx::connection conn(url);
   pqxx::work tx(conn, "aw_migrate");
-  tx.exec_params("SELECT pg_advisory_xact_lock($1)", migrate_lock_key);
-  tx.exec0(create_version_table_sql);
+  tx.exec_params(sql::migration_lock, migrate_lock_key);
+  tx.exec0(sql::create_version_table);
   migrate_report report;
   report.from_version = recorded_version(tx);
   report.to_version = report.from_version;
@@ -56,9 +49,7 @@ migrate_report migrate(const std::string& url) {
       throw pqxx::sql_error("migration " + m.name + " failed: " + e.what(),
                             e.query(), e.sqlstate().c_str());
     }
-    tx.exec_params("INSERT INTO actor_worker_migrations (version, name) "
-                   "VALUES ($1, $2)",
-                   m.version, m.name);
+    tx.exec_params(sql::migration_record, m.version, m.name);
     report.applied.push_back(m.name);
     report.to_version = m.version;
   }

@@ -4,6 +4,8 @@
 
 #include <pqxx/pqxx>
 
+#include "sql_statements.hpp"
+
 namespace aw::storage {
 
 const std::vector<required_table>& required_schema() {
@@ -40,7 +42,7 @@ const std::vector<const char*>& required_functions() {
     "actor_worker_release_lane", "actor_worker_expire_batches",
     "actor_worker_cleanup_lanes", "actor_worker_finish_and_claim",
     "actor_worker_batch_jobs", "actor_worker_row_json",
-    "actor_worker_retry_backoff"};
+    "actor_worker_retry_backoff", "actor_worker_dead_letter"};
   return functions;
 }
 
@@ -57,16 +59,13 @@ std::string tables_literal() {
 
 std::vector<std::string> missing_schema(pqxx::connection_base& conn) {
   pqxx::read_transaction tx(conn, "aw_schema_check");
-  auto rows = tx.exec_params(
-    "SELECT table_name, column_name FROM information_schema.columns "
-    "WHERE table_schema = current_schema() "
-    "AND table_name = ANY ($1::text[])",
-    tables_literal());
+  auto rows = tx.exec_params(sql::schema_columns, tables_literal());
   std::set<std::pair<std::string, std::string>> present;
   std::set<std::string> tables;
   for (const auto& row : rows) {
-    tables.insert(row[0].as<std::string>());
-    present.emplace(row[0].as<std::string>(), row[1].as<std::string>());
+    auto table = row["table_name"].as<std::string>();
+    tables.insert(table);
+    present.emplace(table, row["column_name"].as<std::string>());
   }
   std::vector<std::string> missing;
   for (const auto& t : required_schema()) {
@@ -81,10 +80,8 @@ std::vector<std::string> missing_schema(pqxx::connection_base& conn) {
   }
   std::set<std::string> functions;
   for (const auto& row :
-       tx.exec("SELECT proname FROM pg_proc "
-               "WHERE pronamespace = current_schema()::regnamespace "
-               "AND proname LIKE 'actor\\_worker\\_%'"))
-    functions.insert(row[0].as<std::string>());
+       tx.exec(sql::schema_functions))
+    functions.insert(row["proname"].as<std::string>());
   for (auto fn : required_functions())
     if (functions.count(fn) == 0)
       missing.push_back(std::string{"function "} + fn + " is missing");

@@ -1,0 +1,116 @@
+#pragma once
+// What the storage actor needs from a database, as a small interface whose
+// calls return their errors instead of throwing. The PostgreSQL backend
+// (pg_backend.hpp) is the real one; the deterministic actor tests drive the
+// storage actor's batching, splitting and retrying over a scripted fake.
+//
+// Errors are CAF errors of category "aw" (messages/error.hpp):
+// ec::database_unavailable when the connection broke or the server refused
+// it (transient; the backend reconnects on its next call, and a write that
+// broke off may or may not have committed), ec::database_error when the
+// database rejected the statement itself, ec::schema_outdated from
+// check_schema(). Every message says what was being done.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "actor_worker/messages/enqueue_request.hpp"
+#include "actor_worker/messages/job.hpp"
+
+namespace aw::storage {
+
+/// What finishing one outcome did.
+struct finish_report {
+  finish_result result = finish_result::stale;
+  /// The transition fires an event (and has the committed row in
+  /// event.job_json when the kind is observed).
+  bool has_event = false;
+  job_event event;
+};
+
+/// The leases a heartbeat still holds.
+struct heartbeat_report {
+  /// Row-per-state jobs still running under this worker.
+  std::vector<int64_t> jobs;
+  /// Lane batches still open under this worker.
+  std::vector<int64_t> batches;
+};
+
+/// One claim: up to `limit` due jobs of `queue` whose args and metadata
+/// take at most `max_bytes` (but at least one job); jobs without a deadline
+/// of their own get `default_deadline_ms` (0 = none).
+struct claim_request {
+  std::string queue;
+  int limit = 1;
+  int64_t max_bytes = int64_t{1} << 40;
+  int64_t default_deadline_ms = 0;
+};
+
+/// Computes the durable follow-up jobs of a committed transition, inside
+/// its transaction. Throwing rolls the whole transaction back.
+using follow_up_function
+  = std::function<std::vector<enqueue_request>(const job_event&)>;
+
+class backend {
+public:
+  virtual ~backend();
+
+  /// Claims due jobs, in claim order. One statement.
+  virtual caf::expected<claim_result> claim(const claim_request& req) = 0;
+
+  /// True when finish_and_claim() can record `outcomes`.
+  virtual bool fusable(const std::vector<job_outcome>& outcomes) const = 0;
+
+  /// finish() and claim() in one statement and one commit. Only for
+  /// fusable() outcomes.
+  virtual caf::expected<std::pair<std::vector<finish_report>, claim_result>>
+  finish_and_claim(const std::vector<job_outcome>& outcomes,
+                   const claim_request& req, bool in_doubt) = 0;
+
+  /// Records outcomes in one transaction with their follow-ups; one report
+  /// per outcome, in order. `in_doubt`: these outcomes were sent before and
+  /// the connection broke before the answer, so that commit may have
+  /// happened and must not be counted twice. All or nothing: an error
+  /// means none was recorded (or, for database_unavailable, perhaps all).
+  virtual caf::expected<std::vector<finish_report>>
+  finish(const std::vector<job_outcome>& outcomes, bool in_doubt) = 0;
+
+  /// Refreshes the leases of these row-per-state jobs and lane batches;
+  /// reports those still ours.
+  virtual caf::expected<heartbeat_report>
+  heartbeat(const std::vector<int64_t>& jobs,
+            const std::vector<int64_t>& batches) = 0;
+
+  /// Rescues up to `limit` expired leases and timed-out callbacks of any
+  /// worker.
+  virtual caf::expected<std::vector<rescued_job>> rescue(int limit) = 0;
+
+  /// Inserts the follow-ups of already committed transitions (rescues).
+  virtual caf::error enqueue_follow_ups(const std::vector<job_event>& events)
+    = 0;
+
+  /// Puts jobs this worker holds back, due at once, without charging an
+  /// attempt. Returns how many were released.
+  virtual caf::expected<int64_t> release(const std::vector<held_job>& jobs,
+                                         bool started) = 0;
+
+  /// Deletes up to about `batch` finished rows past their retention.
+  virtual caf::expected<int64_t> delete_expired(int batch) = 0;
+
+  /// Vacuums the small queue tables whose dead tuples passed their bound;
+  /// returns the tables vacuumed.
+  virtual caf::expected<std::vector<std::string>> vacuum(int64_t min_dead,
+                                                         double share) = 0;
+
+  /// Verifies every table, column and function the statements use:
+  /// ec::schema_outdated lists what is missing.
+  virtual caf::error check_schema() = 0;
+};
+
+} // namespace aw::storage

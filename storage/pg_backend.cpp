@@ -1,0 +1,128 @@
+#include "actor_worker/storage/pg_backend.hpp"
+
+#include "actor_worker/storage/db_error.hpp"
+#include "actor_worker/storage/schema_check.hpp"
+
+namespace aw::storage {
+
+backend::~backend() = default;
+
+namespace {
+
+class pg_backend final : public backend {
+public:
+  explicit pg_backend(job_store_options opts) : store_(std::move(opts)) {
+    // nop
+  }
+
+  job_store& store() {
+    return store_;
+  }
+
+  caf::expected<claim_result> claim(const claim_request& req) override {
+    return guarded("claiming jobs", [&] {
+      return store_.claim(req.queue, req.limit, req.max_bytes,
+                          req.default_deadline_ms);
+    });
+  }
+
+  bool fusable(const std::vector<job_outcome>& outcomes) const override {
+    return job_store::fusable(outcomes);
+  }
+
+  caf::expected<std::pair<std::vector<finish_report>, claim_result>>
+  finish_and_claim(const std::vector<job_outcome>& outcomes,
+                   const claim_request& req, bool in_doubt) override {
+    return guarded("recording outcomes and claiming", [&] {
+      return store_.finish_and_claim(outcomes, req.queue, req.limit,
+                                     req.max_bytes, req.default_deadline_ms,
+                                     in_doubt);
+    });
+  }
+
+  caf::expected<std::vector<finish_report>>
+  finish(const std::vector<job_outcome>& outcomes, bool in_doubt) override {
+    return guarded("recording outcomes",
+                   [&] { return store_.finish(outcomes, in_doubt); });
+  }
+
+  caf::expected<heartbeat_report>
+  heartbeat(const std::vector<int64_t>& jobs,
+            const std::vector<int64_t>& batches) override {
+    return guarded("refreshing leases",
+                   [&] { return store_.heartbeat(jobs, batches); });
+  }
+
+  caf::expected<std::vector<rescued_job>> rescue(int limit) override {
+    return guarded("rescuing expired jobs",
+                   [&] { return store_.rescue(limit); });
+  }
+
+  caf::error enqueue_follow_ups(const std::vector<job_event>& events) override {
+    auto done = guarded("enqueueing follow-ups of rescues", [&] {
+      store_.enqueue_follow_ups(events);
+      return true;
+    });
+    return done ? caf::error{} : std::move(done.error());
+  }
+
+  caf::expected<int64_t> release(const std::vector<held_job>& jobs,
+                                 bool started) override {
+    return guarded("releasing jobs",
+                   [&] { return store_.release(jobs, started); });
+  }
+
+  caf::expected<int64_t> delete_expired(int batch) override {
+    return guarded("deleting expired finished jobs",
+                   [&] { return store_.delete_expired(batch); });
+  }
+
+  caf::expected<std::vector<std::string>> vacuum(int64_t min_dead,
+                                                 double share) override {
+    return guarded("vacuuming the queue tables",
+                   [&] { return store_.vacuum(min_dead, share); });
+  }
+
+  caf::error check_schema() override {
+    auto missing = guarded("checking the database schema", [&] {
+      return missing_schema(store_.connection());
+    });
+    if (!missing) {
+      // Whatever failed, start the next check on a fresh connection.
+      store_.disconnect();
+      return std::move(missing.error());
+    }
+    if (missing->empty())
+      return {};
+    return make_error(ec::schema_outdated, describe_missing_schema(*missing));
+  }
+
+private:
+  /// Runs `fn`; an exception becomes an error that says what failed, and a
+  /// broken connection is dropped so the next call reconnects.
+  template <class F>
+  auto guarded(const char* what, F fn) -> caf::expected<decltype(fn())> {
+    try {
+      return fn();
+    } catch (const std::exception& e) {
+      if (classify(e) == ec::database_unavailable)
+        store_.disconnect();
+      return to_error(e, what);
+    }
+  }
+
+  job_store store_;
+};
+
+} // namespace
+
+std::unique_ptr<backend> make_pg_backend(job_store_options opts,
+                                         std::vector<std::string> observed_kinds,
+                                         follow_up_function follow_ups) {
+  auto out = std::make_unique<pg_backend>(std::move(opts));
+  out->store().observe(observed_kinds);
+  out->store().set_follow_ups(std::move(follow_ups));
+  return out;
+}
+
+} // namespace aw::storage

@@ -1,0 +1,12 @@
+WITH resumed AS (
+  UPDATE job_rows AS j
+     SET state = 'available', run_at = now(), callback_result = $2::jsonb,
+         callback_timeout_at = NULL
+   WHERE callback_id = $1::uuid AND state = 'waiting_external'
+  RETURNING j.*
+), woken AS (
+  SELECT pg_notify($3, queue) FROM resumed
+)
+SELECT actor_worker_row_json(r)::text AS row_json,
+       (SELECT count(*) FROM woken) AS woken
+  FROM resumed AS r

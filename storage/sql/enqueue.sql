@@ -1,0 +1,30 @@
+-- All rows travel as one JSON array parameter: one statement and one
+-- round trip however many jobs, and no SQL is ever built from values. Jobs
+-- due at once without an ordering key go on their queue's lane (a lane key,
+-- ready_xid); the others take the row-per-state path (see
+-- migrations/004_fast_lane.sql), as the `jobs` view's INSERT rule does.
+INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
+                      max_attempts, metadata, tags, deadline_ms, ordering_key,
+                      ready_xid)
+SELECT r.kind, r.queue, r.args,
+       CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
+       r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms,
+       r.ordering_key,
+       CASE WHEN r.run_at = now() AND r.ordering_key IS NULL
+            THEN pg_current_xact_id() END
+  FROM (SELECT e.doc->>'kind' AS kind,
+               e.doc->>'queue' AS queue,
+               e.doc->'args' AS args,
+               (e.doc->>'priority')::integer AS priority,
+               coalesce((e.doc->>'run_at')::timestamptz,
+                        now() + (e.doc->>'delay_ms')::bigint
+                                * interval '1 millisecond') AS run_at,
+               (e.doc->>'max_attempts')::integer AS max_attempts,
+               e.doc->'metadata' AS metadata,
+               ARRAY(SELECT jsonb_array_elements_text(e.doc->'tags')) AS tags,
+               (e.doc->>'deadline_ms')::bigint AS deadline_ms,
+               e.doc->>'ordering_key' AS ordering_key,
+               e.ord
+          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(doc, ord)) AS r
+ ORDER BY r.ord
+RETURNING id
