@@ -94,13 +94,16 @@ int main(int argc, char** argv) {
   std::string callback_action;
   std::string callback_id;
   std::string callback_payload;
-  for (auto* name : {"complete", "fail", "retry"}) {
-    auto* sub = callback_cmd->add_subcommand(
-      name, std::string{name == std::string{"complete"} ? "complete the job"
-                        : name == std::string{"fail"}
-                          ? "fail it for good (dead letter queue); the "
-                            "payload's \"error\" is the message"
-                          : "make it available again"});
+  using action_help = std::pair<const char*, const char*>;
+  for (const auto& entry : std::initializer_list<action_help>{
+         {"complete", "complete the job"},
+         {"fail", "fail it for good (dead letter queue); the payload's "
+                  "\"error\" is the message"},
+         {"retry", "make it available again (event retried)"},
+         {"resume", "make it available again to go on with the payload (no "
+                    "event: its next run fires started and its outcome)"}}) {
+    const char* name = entry.first;
+    auto* sub = callback_cmd->add_subcommand(name, entry.second);
     sub->add_option("CALLBACK_ID", callback_id, "the job's callback_id")
       ->required();
     sub->add_option("PAYLOAD_JSON", callback_payload,

@@ -136,14 +136,16 @@ struct runtime::callback_connection {
   std::unique_ptr<pqxx::connection> conn;
 };
 
-void runtime::resolve(const std::string& callback_id, int action,
-                      const nlohmann::json& payload, const std::string& error) {
+callback_outcome runtime::resolve(const std::string& callback_id,
+                                  storage::callback_action action,
+                                  const nlohmann::json& payload,
+                                  const std::string& error) {
   std::lock_guard<std::mutex> guard{callback_conn_->mtx};
   auto& conn = callback_conn_->conn;
   if (!conn)
     conn = std::make_unique<pqxx::connection>(cfg_.database.url);
   try {
-    resolve_on(*conn, callback_id, action, payload, error);
+    return resolve_on(*conn, callback_id, action, payload, error);
   } catch (const pqxx::broken_connection&) {
     conn.reset();
     throw;
@@ -153,62 +155,71 @@ void runtime::resolve(const std::string& callback_id, int action,
   }
 }
 
-void runtime::resolve_on(pqxx::connection_base& conn,
-                         const std::string& callback_id, int action,
-                         const nlohmann::json& payload,
-                         const std::string& error) {
+callback_outcome runtime::resolve_on(pqxx::connection_base& conn,
+                                     const std::string& callback_id,
+                                     storage::callback_action action,
+                                     const nlohmann::json& payload,
+                                     const std::string& error) {
   pqxx::work tx{conn, "aw_callback"};
-  auto e = storage::resolve_callback(
-    tx, callback_id, static_cast<storage::callback_action>(action), payload,
-    error);
-  try {
-    auto requests = reg_->follow_ups(make_event(e));
-    if (!requests.empty())
-      enqueue_many(tx, requests);
-  } catch (const pqxx::broken_connection&) {
-    throw;
-  } catch (const std::exception& ex) {
-    throw storage::callback_error(
-      ec::follow_up_failed,
-      "callback " + callback_id + ": a follow-up of job kind '" + e.kind
-        + "' failed, so the resolution was rolled back: " + ex.what());
-  } catch (...) {
-    throw storage::callback_error(
-      ec::follow_up_failed,
-      "callback " + callback_id + ": a follow-up of job kind '" + e.kind
-        + "' threw a non-standard exception, so the resolution was rolled "
-          "back");
+  auto resolved = storage::resolve_callback(tx, callback_id, action, payload,
+                                            error);
+  auto& e = resolved.event;
+  if (resolved.has_event) {
+    try {
+      auto requests = reg_->follow_ups(make_event(e));
+      if (!requests.empty())
+        enqueue_many(tx, requests);
+    } catch (const pqxx::broken_connection&) {
+      throw;
+    } catch (const std::exception& ex) {
+      throw storage::callback_error(
+        ec::follow_up_failed,
+        "callback " + callback_id + ": a follow-up of job kind '" + e.kind
+          + "' failed, so the resolution was rolled back: " + ex.what());
+    } catch (...) {
+      throw storage::callback_error(
+        ec::follow_up_failed,
+        "callback " + callback_id + ": a follow-up of job kind '" + e.kind
+          + "' threw a non-standard exception, so the resolution was rolled "
+            "back");
+    }
   }
   tx.commit();
-  caf::anon_send(caf::actor_cast<hook_dispatcher_actor>(*hooks_), std::move(e));
+  callback_outcome out{action, nlohmann::json::parse(resolved.row_json)};
+  if (resolved.has_event)
+    caf::anon_send(caf::actor_cast<hook_dispatcher_actor>(*hooks_),
+                   std::move(e));
+  return out;
 }
 
-void runtime::complete_external(const std::string& callback_id,
-                                const nlohmann::json& payload) {
-  resolve(callback_id, static_cast<int>(storage::callback_action::complete),
-          payload, {});
+callback_outcome runtime::complete_external(const std::string& callback_id,
+                                            const nlohmann::json& payload) {
+  return resolve(callback_id, storage::callback_action::complete, payload, {});
 }
 
-void runtime::fail_external(const std::string& callback_id,
-                            const std::string& error) {
-  resolve(callback_id, static_cast<int>(storage::callback_action::fail),
-          nullptr, error);
+callback_outcome runtime::fail_external(const std::string& callback_id,
+                                        const std::string& error) {
+  return resolve(callback_id, storage::callback_action::fail, nullptr, error);
 }
 
-void runtime::retry_external(const std::string& callback_id,
-                             const nlohmann::json& payload) {
-  resolve(callback_id, static_cast<int>(storage::callback_action::retry),
-          payload, {});
+callback_outcome runtime::retry_external(const std::string& callback_id,
+                                         const nlohmann::json& payload) {
+  return resolve(callback_id, storage::callback_action::retry, payload, {});
 }
 
-void runtime::resolve_callback(const std::string& callback_id,
-                               const nlohmann::json& payload,
-                               const std::string& default_action) {
+callback_outcome runtime::resume_external(const std::string& callback_id,
+                                          const nlohmann::json& payload) {
+  return resolve(callback_id, storage::callback_action::resume, payload, {});
+}
+
+callback_outcome runtime::resolve_callback(const std::string& callback_id,
+                                           const nlohmann::json& payload,
+                                           const std::string& default_action) {
   auto action = storage::parse_callback_action(default_action);
   std::string error;
   if (action == storage::callback_action::fail && payload.is_object())
     error = payload.value("error", std::string{});
-  resolve(callback_id, static_cast<int>(action), payload, error);
+  return resolve(callback_id, action, payload, error);
 }
 
 void runtime::wake(const std::string& queue) {

@@ -24,6 +24,7 @@
 
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/config/defaults.hpp"
+#include "actor_worker/storage/callbacks.hpp"
 #include "actor_worker/storage/migrations.hpp"
 
 namespace pqxx {
@@ -48,6 +49,15 @@ storage::migrate_report migrate(const runtime_config& cfg);
 /// creates its caf::actor_system, or tunes CAF itself.
 void configure_actor_system(caf::actor_system_config& sys_cfg,
                             const scheduler_config& sched);
+
+/// What a callback resolution applied and committed.
+struct callback_outcome {
+  /// The action applied: the one asked for (resolve_callback's default).
+  storage::callback_action action = storage::callback_action::complete;
+  /// The committed row: the job as the `jobs` view shows it, or for `fail`
+  /// its row in `dead_letter_jobs`.
+  nlohmann::json row;
+};
 
 /// What runtime::stop() did.
 struct stop_report {
@@ -109,35 +119,50 @@ public:
   //
   // Each resolves the job parked under `callback_id` in one transaction
   // with its follow-ups (both commit or neither does), then fires the hooks
-  // in this process. An unknown id, a job no longer waiting, or a follow-up
-  // that fails throws storage::callback_error (code(): callback_not_found,
+  // in this process, and returns what it applied with the committed row. An
+  // unknown id, a job no longer waiting, or a follow-up that fails throws
+  // storage::callback_error (code(): callback_not_found,
   // callback_not_waiting, follow_up_failed) and changes nothing: the
   // external sender can retry. Database errors throw pqxx exceptions.
 
   /// Completes the job (event `completed`, zero duration); the payload is
   /// stored in callback_result.
-  void complete_external(const std::string& callback_id,
-                         const nlohmann::json& payload = nullptr);
+  callback_outcome complete_external(const std::string& callback_id,
+                                     const nlohmann::json& payload = nullptr);
 
-  /// Fails the job for good: dead-lettered (event `exhausted`).
-  void fail_external(const std::string& callback_id, const std::string& error);
+  /// Fails the job for good: dead-lettered (event `exhausted`); the
+  /// outcome's row is the dead letter.
+  callback_outcome fail_external(const std::string& callback_id,
+                                 const std::string& error);
 
   /// Makes the job available again at once (event `retried`); not charged.
-  void retry_external(const std::string& callback_id,
-                      const nlohmann::json& payload = nullptr);
+  callback_outcome retry_external(const std::string& callback_id,
+                                  const nlohmann::json& payload = nullptr);
 
-  /// Stores `payload` and applies `default_action` ("complete", "fail" or
-  /// "retry"); for "fail" the payload's "error" field, if any, is the message.
-  void resolve_callback(const std::string& callback_id,
-                        const nlohmann::json& payload,
-                        const std::string& default_action);
+  /// Resumes the job: available again at once, not charged, the payload in
+  /// callback_result, and no event of its own; its next run fires `started`
+  /// and its outcome as usual.
+  callback_outcome resume_external(const std::string& callback_id,
+                                   const nlohmann::json& payload = nullptr);
+
+  /// Stores `payload` and applies `default_action` ("complete", "fail",
+  /// "retry" or "resume"; anything else throws std::invalid_argument and
+  /// changes nothing); for "fail" the payload's "error" field, if any, is
+  /// the message. Returns the outcome applied.
+  callback_outcome resolve_callback(const std::string& callback_id,
+                                    const nlohmann::json& payload,
+                                    const std::string& default_action);
 
 private:
-  void resolve(const std::string& callback_id, int action,
-               const nlohmann::json& payload, const std::string& error);
-  void resolve_on(pqxx::connection_base& conn, const std::string& callback_id,
-                  int action, const nlohmann::json& payload,
-                  const std::string& error);
+  callback_outcome resolve(const std::string& callback_id,
+                           storage::callback_action action,
+                           const nlohmann::json& payload,
+                           const std::string& error);
+  callback_outcome resolve_on(pqxx::connection_base& conn,
+                              const std::string& callback_id,
+                              storage::callback_action action,
+                              const nlohmann::json& payload,
+                              const std::string& error);
 
   caf::actor_system& sys_;
   runtime_config cfg_;

@@ -33,11 +33,27 @@ callback_action parse_callback_action(const std::string& text) {
     return callback_action::fail;
   if (text == "retry")
     return callback_action::retry;
+  if (text == "resume")
+    return callback_action::resume;
   throw std::invalid_argument("unknown callback action '" + text
-                              + "' (expected complete, fail or retry)");
+                              + "' (expected complete, fail, retry or resume)");
 }
 
-job_event resolve_callback(pqxx::dbtransaction& tx,
+const char* to_string(callback_action action) {
+  switch (action) {
+    case callback_action::complete:
+      return "complete";
+    case callback_action::fail:
+      return "fail";
+    case callback_action::retry:
+      return "retry";
+    case callback_action::resume:
+      return "resume";
+  }
+  return "?";
+}
+
+callback_resolution resolve_callback(pqxx::dbtransaction& tx,
                            const std::string& callback_id,
                            callback_action action,
                            const nlohmann::json& payload,
@@ -60,6 +76,7 @@ job_event resolve_callback(pqxx::dbtransaction& tx,
       e.type = event_type::completed;
       break;
     case callback_action::retry:
+    case callback_action::resume:
       rows = sub.exec_params(sql::callback_retry, callback_id, payload_text,
                              defaults::notify_channel);
       e.type = event_type::retried;
@@ -85,9 +102,14 @@ job_event resolve_callback(pqxx::dbtransaction& tx,
                            + "): it was already resolved or timed out");
   }
   sub.commit();
-  e.job_json = rows[0]["row_json"].as<std::string>();
+  callback_resolution out;
+  out.action = action;
+  out.row_json = rows[0]["row_json"].as<std::string>();
+  out.has_event = action != callback_action::resume;
+  e.job_json = out.row_json;
   e.kind = nlohmann::json::parse(e.job_json).value("kind", std::string{});
-  return e;
+  out.event = std::move(e);
+  return out;
 }
 
 } // namespace aw::storage

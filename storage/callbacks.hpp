@@ -1,6 +1,6 @@
 #pragma once
 // Resolving external callbacks: a job parked in `waiting_external` is
-// completed, failed (dead-lettered) or retried by its callback id. Each
+// completed, failed (dead-lettered), retried or resumed by its callback id. Each
 // resolution is one UPDATE (or move) in the caller's transaction, so the
 // caller can insert follow-ups in the same transaction.
 
@@ -25,12 +25,36 @@ enum class callback_action : uint8_t {
   complete,
   /// Moved to the dead letter queue with the error as its last message.
   fail,
-  /// Back to `available` at once (not charged), the payload stored.
+  /// Back to `available` at once (not charged), the payload stored; fires
+  /// `retried` (and its follow-ups).
   retry,
+  /// Back to `available` at once (not charged), the payload stored, firing
+  /// no event of its own: the job re-enters execution and its next run
+  /// fires `started` and its outcome as usual. For a handler that waited
+  /// for the payload to go on (it reads `callback_result`), not one that
+  /// failed.
+  resume,
 };
 
-/// Parses "complete", "fail" or "retry"; throws std::invalid_argument.
+/// Parses "complete", "fail", "retry" or "resume"; throws
+/// std::invalid_argument naming the text and the accepted actions.
 callback_action parse_callback_action(const std::string& text);
+
+/// "complete", "fail", "retry" or "resume".
+const char* to_string(callback_action action);
+
+/// What a resolution committed.
+struct callback_resolution {
+  callback_action action = callback_action::complete;
+  /// The committed row as JSON: the job's (complete, retry, resume) or, for
+  /// fail, its dead letter's.
+  std::string row_json;
+  /// Whether it fires `event` (every action but resume).
+  bool has_event = false;
+  /// The event it fires (completed with zero duration, exhausted or
+  /// retried), carrying row_json.
+  job_event event;
+};
 
 /// A resolution that changed nothing; code() says why.
 class callback_error : public std::runtime_error {
@@ -48,11 +72,11 @@ private:
   ec code_;
 };
 
-/// Resolves `callback_id` in `tx`. Returns the event the transition fires
-/// (completed with zero duration, exhausted or retried) with the committed
-/// row. Throws callback_error for a malformed or unknown id or a job that is
-/// not waiting any more; the transaction is then unchanged.
-job_event resolve_callback(pqxx::dbtransaction& tx,
+/// Resolves `callback_id` in `tx`: returns what it applied, the committed
+/// row and the event it fires. Throws callback_error for a malformed or
+/// unknown id or a job that is not waiting any more; the transaction is
+/// then unchanged.
+callback_resolution resolve_callback(pqxx::dbtransaction& tx,
                            const std::string& callback_id,
                            callback_action action,
                            const nlohmann::json& payload,

@@ -1,4 +1,4 @@
-// `actor-worker callback complete|fail|retry`.
+// `actor-worker callback complete|fail|retry|resume`.
 
 #include "actor_worker/app/cli/cli.hpp"
 
@@ -36,16 +36,21 @@ int resolve_callback(const runtime_config& cfg, const std::string& action,
   pqxx::connection conn{cfg.database.url};
   pqxx::work tx{conn};
   try {
-    auto e = aw::storage::resolve_callback(
+    auto resolved = aw::storage::resolve_callback(
       tx, callback_id, aw::storage::parse_callback_action(action), payload,
       error);
     tx.commit();
-    auto job = nlohmann::json::parse(e.job_json);
+    // The event the resolution fires (none for resume, which only puts the
+    // job back: its next run fires its own).
+    auto job = nlohmann::json::parse(resolved.row_json);
     std::cout << "job "
               << job.value(job.contains("original_job_id") ? "original_job_id"
                                                            : "id",
                            int64_t{0})
-              << ": " << aw::to_string(e.type) << std::endl;
+              << ": "
+              << (resolved.has_event ? aw::to_string(resolved.event.type)
+                                     : "resumed")
+              << std::endl;
     return exit_ok;
   } catch (const aw::storage::callback_error& e) {
     spdlog::error("{}", e.what());

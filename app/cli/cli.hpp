@@ -53,7 +53,7 @@ struct enqueue_options {
 /// `enqueue`: one job; prints its id alone on stdout.
 int enqueue_job(const runtime_config& cfg, const enqueue_options& o);
 
-/// `callback complete|fail|retry CALLBACK_ID [PAYLOAD_JSON]`.
+/// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]`.
 int resolve_callback(const runtime_config& cfg, const std::string& action,
                      const std::string& callback_id,
                      const std::string& payload_text);

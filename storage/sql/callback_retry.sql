@@ -1,3 +1,6 @@
+-- A callback retries (event `retried`) or resumes (no event) its waiting
+-- job: back to `available` at once, not charged, the payload stored in
+-- callback_result; its queue's workers are woken.
 WITH resumed AS (
   UPDATE job_rows AS j
      SET state = 'available', run_at = now(), callback_result = $2::jsonb,

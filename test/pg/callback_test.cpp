@@ -1,5 +1,6 @@
 // External callbacks against a real database: a parked job resolved
-// through the worker runtime (complete / fail / retry / resolve_callback)
+// through the worker runtime (complete / fail / retry / resume /
+// resolve_callback, each returning the outcome it applied)
 // with its hooks, refused resolutions, resolution through the CLI (no
 // hooks in the worker), and the rescue of callbacks that time out.
 
@@ -178,7 +179,12 @@ BOOST_AUTO_TEST_CASE(resolve_callback_stores_the_payload_and_applies_the_default
                     std::invalid_argument);
   BOOST_TEST(row_text(s, complete_id) == before);
 
-  rt.resolve_callback(complete_cb, {{"status", "ok"}}, "complete");
+  auto completed = rt.resolve_callback(complete_cb, {{"status", "ok"}}, "complete");
+  // It returns the action it applied and the committed row.
+  BOOST_TEST((completed.action == aw::storage::callback_action::complete));
+  BOOST_TEST(completed.row.value("id", int64_t{0}) == complete_id);
+  BOOST_TEST(completed.row.value("state", std::string{}) == "completed");
+  BOOST_TEST(completed.row["callback_result"] == (nlohmann::json{{"status", "ok"}}));
   BOOST_TEST(s.text("SELECT state" + job_where(complete_id)) == "completed");
   BOOST_TEST(s.check("SELECT callback_result = '{\"status\": \"ok\"}'::jsonb"
                      + job_where(complete_id)));
@@ -186,19 +192,63 @@ BOOST_AUTO_TEST_CASE(resolve_callback_stores_the_payload_and_applies_the_default
   BOOST_TEST(log.of(complete_id, event_type::completed).at(0).duration.count() == 0);
 
   // For "fail" the payload's "error" is the message.
-  rt.resolve_callback(fail_cb, {{"error", "fraud suspected"}}, "fail");
+  auto failed = rt.resolve_callback(fail_cb, {{"error", "fraud suspected"}}, "fail");
+  // For fail, the committed row is the dead letter.
+  BOOST_TEST((failed.action == aw::storage::callback_action::fail));
+  BOOST_TEST(failed.row.value("original_job_id", int64_t{0}) == fail_id);
+  BOOST_TEST(failed.row.value("last_error_message", std::string{})
+             == "fraud suspected");
   BOOST_TEST(s.text("SELECT last_error_message" + dead_where(fail_id))
              == "fraud suspected");
   BOOST_REQUIRE(log.wait_for(fail_id, event_type::exhausted, 1, patience));
   BOOST_TEST(log.of(fail_id, event_type::exhausted).at(0).message
              == "fraud suspected");
 
-  rt.resolve_callback(retry_cb, {{"again", true}}, "retry");
+  auto retried = rt.resolve_callback(retry_cb, {{"again", true}}, "retry");
+  BOOST_TEST((retried.action == aw::storage::callback_action::retry));
+  BOOST_TEST(retried.row.value("state", std::string{}) == "available");
   BOOST_REQUIRE(log.wait_for(retry_id, event_type::retried, 1, patience));
   BOOST_REQUIRE(log.wait_for(retry_id, event_type::completed, 1, patience));
   BOOST_TEST(s.scalar("SELECT attempt" + job_where(retry_id)) == 2);
   BOOST_TEST(s.check("SELECT callback_result = '{\"again\": true}'::jsonb"
                      + job_where(retry_id)));
+}
+
+BOOST_AUTO_TEST_CASE(resume_external_puts_the_job_back_uncharged_with_no_event_of_its_own_then_started_and_its_outcome) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto& rt = node->rt();
+  // Parks on its first run, completes on the second.
+  auto id = aw::test::enqueue_one(
+    db, "act", script({step("wait", 3'600'000), step("complete")}));
+  BOOST_REQUIRE(log.wait_for(id, event_type::waiting_for_callback, 1, patience));
+  auto callback_id = s.text("SELECT callback_id::text" + job_where(id));
+  auto resumed = rt.resume_external(callback_id, {{"approved", true}});
+  BOOST_TEST((resumed.action == aw::storage::callback_action::resume));
+  BOOST_TEST(resumed.row.value("id", int64_t{0}) == id);
+  BOOST_TEST(resumed.row.value("error_count", -1) == 0);
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  auto w = job_where(id);
+  BOOST_TEST(s.text("SELECT state" + w) == "completed");
+  BOOST_TEST(s.scalar("SELECT attempt" + w) == 2);
+  BOOST_TEST(s.scalar("SELECT error_count" + w) == 0);
+  BOOST_TEST(s.check("SELECT callback_result = '{\"approved\": true}'::jsonb" + w));
+  // started, waiting_for_callback, then started and completed: the resume
+  // itself fired nothing (no retried).
+  BOOST_TEST(log.count(id, event_type::retried) == 0u);
+  BOOST_TEST(log.count(id, event_type::started) == 2u);
+  BOOST_TEST(log.of(id).size() == 4u);
+  // resolve_callback takes "resume" as its default action too.
+  auto other = aw::test::enqueue_one(
+    db, "act", script({step("wait", 3'600'000), step("complete")}));
+  BOOST_REQUIRE(log.wait_for(other, event_type::waiting_for_callback, 1, patience));
+  auto other_cb = s.text("SELECT callback_id::text" + job_where(other));
+  auto applied = rt.resolve_callback(other_cb, {{"n", 1}}, "resume");
+  BOOST_TEST((applied.action == aw::storage::callback_action::resume));
+  BOOST_REQUIRE(log.wait_for(other, event_type::completed, 1, patience));
+  BOOST_TEST(log.count(other, event_type::retried) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(resolving_a_callback_twice_is_refused_as_not_waiting_and_changes_nothing) {
@@ -293,6 +343,19 @@ BOOST_AUTO_TEST_CASE(cli_resolution_changes_the_job_but_fires_no_hook_in_the_wor
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(s.text("SELECT last_error_message" + dead_where(failed))
              == "rejected by ops");
+
+  // `callback resume` puts a waiting job back with its payload.
+  auto resumable = aw::test::enqueue_one(
+    db, "act", script({step("wait", 3'600'000), step("complete")}));
+  BOOST_REQUIRE(log.wait_for(resumable, event_type::waiting_for_callback, 1, patience));
+  auto resumable_cb = s.text("SELECT callback_id::text" + job_where(resumable));
+  r = aw::test::run_binary("callback resume " + resumable_cb + " '{\"go\": 1}'",
+                           db.url);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(contains(r.out, "job " + std::to_string(resumable) + ": resumed"));
+  BOOST_REQUIRE(log.wait_for(resumable, event_type::completed, 1, patience));
+  BOOST_TEST(s.check("SELECT callback_result = '{\"go\": 1}'::jsonb"
+                     + job_where(resumable)));
 
   // Resolving again through the CLI is refused, exit 1.
   r = aw::test::run_binary("callback complete " + callback_id, db.url);
