@@ -175,21 +175,24 @@ public:
 
   /// `fn(args, job, error, attempt, next_run_at)` when an attempt of a job
   /// of `kind` failed and it will run again (next_run_at as ISO text).
+  /// `attempt` is the attempt that failed, as the retry limit counts
+  /// (event::attempt): snoozes and releases do not count.
   template <class Args, class F>
   registry& on_retried_enqueue(const std::string& kind, F fn) {
     return add_follow_up<Args>(kind, event_type::retried,
                                [fn](const Args& a, const event& e) {
-                                 return fn(a, e.job, e.message, e.attempt(),
+                                 return fn(a, e.job, e.message, e.attempt,
                                            e.job.value("run_at", std::string{}));
                                });
   }
 
-  /// `fn(args, job, error, attempt)` when a job of `kind` is dead-lettered.
+  /// `fn(args, job, error, attempt)` when a job of `kind` is dead-lettered;
+  /// `attempt` is the one that failed last (event::attempt).
   template <class Args, class F>
   registry& on_exhausted_enqueue(const std::string& kind, F fn) {
     return add_follow_up<Args>(kind, event_type::exhausted,
                                [fn](const Args& a, const event& e) {
-                                 return fn(a, e.job, e.message, e.attempt());
+                                 return fn(a, e.job, e.message, e.attempt);
                                });
   }
 

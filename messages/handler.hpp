@@ -19,7 +19,9 @@ struct job_context {
   int64_t id = 0;
   std::string kind;
   std::string queue;
-  /// Times started, including this run (1 on the first run).
+  /// Times started, including this run (1 on the first run); snoozed and
+  /// released runs count too. The attempt as the retry limit counts it is
+  /// error_count + 1 (event::attempt).
   int attempt = 0;
   /// Failed attempts charged before this run.
   int error_count = 0;

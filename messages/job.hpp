@@ -206,12 +206,15 @@ struct job_event {
   std::string message;
   /// rescued: why.
   rescue_reason reason = rescue_reason::stale_heartbeat;
+  /// The attempt the transition is about, as the retry limit counts
+  /// (event::attempt); 0: derived from the row by make_event().
+  int32_t attempt = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_event& x) {
   return f(caf::meta::type_name("job_event"), x.type, x.kind, x.job_json,
-           x.duration_ms, x.message, x.reason);
+           x.duration_ms, x.message, x.reason, x.attempt);
 }
 
 /// What storage did with an outcome.

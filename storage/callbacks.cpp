@@ -107,7 +107,12 @@ callback_resolution resolve_callback(pqxx::dbtransaction& tx,
   out.row_json = rows[0]["row_json"].as<std::string>();
   out.has_event = action != callback_action::resume;
   e.job_json = out.row_json;
-  e.kind = nlohmann::json::parse(e.job_json).value("kind", std::string{});
+  auto row = nlohmann::json::parse(e.job_json);
+  e.kind = row.value("kind", std::string{});
+  // A callback retry charges nothing: its event is about the attempt that
+  // waited, not a failed one.
+  if (action == callback_action::retry)
+    e.attempt = row.value("error_count", 0) + 1;
   out.event = std::move(e);
   return out;
 }

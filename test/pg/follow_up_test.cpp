@@ -284,6 +284,82 @@ BOOST_AUTO_TEST_CASE(each_on_enqueue_variant_inserts_its_follow_up_with_the_call
     patience));
 }
 
+BOOST_AUTO_TEST_CASE(the_attempt_of_retried_and_exhausted_counts_failures_only_after_a_snooze_and_after_a_release) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto reg = std::make_shared<aw::registry>();
+  using json = nlohmann::json;
+  for (auto* kind : {"fu_snoozed", "fu_released"}) {
+    add_scripted(*reg, kind);
+    reg->on_event_kind(kind, log.hook());
+    reg->on_retried_enqueue<json>(
+      kind, [](const json&, const json& job, const std::string&, int attempt,
+               const std::string&) {
+        return note{{{"trigger", trigger_of(job)}, {"event", "retried"},
+                     {"attempt", attempt}, {"starts", job.at("attempt")}}};
+      });
+    reg->on_exhausted_enqueue<json>(
+      kind, [](const json&, const json& job, const std::string&, int attempt) {
+        return note{{{"trigger", trigger_of(job)}, {"event", "exhausted"},
+                     {"attempt", attempt}, {"starts", job.at("attempt")}}};
+      });
+  }
+  reg->add_raw("note", [](const nlohmann::json&, const aw::job_context&) {});
+  auto cfg = db.config(4);
+  cfg.worker.shutdown_drain = 200ms;
+  cfg.validate();
+  // Run 1 snoozes (or outlasts the shutdown drain and is released), run 2
+  // fails, run 3 fails for good.
+  auto snoozed = aw::test::enqueue_one(
+    db, "fu_snoozed",
+    script({step("snooze", 0), step("throw", 0, "boom"),
+            step("terminal", 0, "dead")}));
+  auto slow = step("complete");
+  slow["sleep_ms"] = 2000;
+  int64_t released = 0;
+  {
+    aw::test::worker_node first{cfg, reg};
+    released = aw::test::enqueue_one(
+      db, "fu_released",
+      script({slow, step("throw", 0, "boom"), step("terminal", 0, "dead")}));
+    BOOST_REQUIRE(log.wait_for(released, event_type::started, 1, patience));
+  } // stops: the drain budget runs out, the started run is released
+  BOOST_TEST(s.text("SELECT state" + job_where(released)) == "available");
+  BOOST_TEST(s.scalar("SELECT attempt" + job_where(released)) == 1);
+  aw::test::worker_node second{cfg, reg};
+  for (auto id : {snoozed, released})
+    BOOST_TEST_CONTEXT("trigger " << id) {
+      BOOST_REQUIRE(log.wait_for(id, event_type::exhausted, 1, patience));
+      auto retried = log.of(id, event_type::retried);
+      BOOST_REQUIRE_EQUAL(retried.size(), 1u);
+      // The attempt that failed is the first failure although it was the
+      // second start.
+      BOOST_TEST(retried[0].attempt == 1);
+      BOOST_TEST(retried[0].job.value("attempt", 0) == 2);
+      BOOST_TEST(log.of(id, event_type::exhausted).at(0).attempt == 2);
+      BOOST_REQUIRE(aw::test::wait_until(
+        [&] { return s.scalar("SELECT count(*)" + notes_of(id)) == 2; },
+        patience));
+      BOOST_TEST(s.scalar("SELECT (args->>'attempt')::int" + notes_of(id)
+                          + " AND args->>'event' = 'retried'")
+                 == 1);
+      BOOST_TEST(s.scalar("SELECT (args->>'starts')::int" + notes_of(id)
+                          + " AND args->>'event' = 'retried'")
+                 == 2);
+      BOOST_TEST(s.scalar("SELECT (args->>'attempt')::int" + notes_of(id)
+                          + " AND args->>'event' = 'exhausted'")
+                 == 2);
+      // started events number the run as the limit counts it as well: the
+      // first two starts are both attempt 1.
+      auto started = log.of(id, event_type::started);
+      BOOST_REQUIRE_EQUAL(started.size(), 3u);
+      BOOST_TEST(started[0].attempt == 1);
+      BOOST_TEST(started[1].attempt == 1);
+      BOOST_TEST(started[2].attempt == 2);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(follow_up_returning_an_enqueue_request_lands_its_options) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};

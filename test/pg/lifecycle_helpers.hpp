@@ -39,6 +39,8 @@ struct seen_event {
   std::chrono::milliseconds duration{0};
   std::string message;
   aw::rescue_reason reason = aw::rescue_reason::stale_heartbeat;
+  /// event::attempt: as the retry limit counts.
+  int attempt = 0;
 };
 
 /// Events collected by hooks running on the hook dispatcher thread, read by
@@ -57,6 +59,7 @@ public:
     s.job_id = e.job_id();
     s.job = e.job;
     s.duration = e.duration;
+    s.attempt = e.attempt;
     s.message = e.message;
     s.reason = e.reason;
     {
