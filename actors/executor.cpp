@@ -34,7 +34,7 @@ void log_outcome(int64_t id, const job_outcome& outcome) {
 /// executor as timer_atom messages.
 class executor_timer_service : public timer_service {
 public:
-  executor_timer_service(executor_actor self,
+  executor_timer_service(executor_internal self,
                          std::shared_ptr<executor_state::timer_table> table)
     : self_(caf::actor_cast<caf::weak_actor_ptr>(self)),
       table_(std::move(table)) {
@@ -43,7 +43,7 @@ public:
 
   void after(uint64_t run, std::chrono::milliseconds delay,
              std::function<void()> fn) override {
-    auto strong = caf::actor_cast<executor_actor>(self_.lock());
+    auto strong = caf::actor_cast<executor_internal>(self_.lock());
     if (!strong)
       return;
     uint64_t id;
@@ -124,7 +124,7 @@ void start(executor_pointer self, claimed_job job) {
   ctx.run = number;
   ctx.timers = st.timers;
   run.started = std::chrono::steady_clock::now();
-  auto me = caf::actor_cast<executor_actor>(self);
+  auto me = caf::actor_cast<executor_internal>(self);
   auto result = st.cfg.runner->start(
     std::move(job), ctx, [me, number](job_outcome outcome) {
       caf::anon_send(me, outcome_atom::value, number, std::move(outcome));
@@ -136,13 +136,13 @@ void start(executor_pointer self, claimed_job job) {
 
 } // namespace
 
-executor_actor::behavior_type executor_behavior(executor_pointer self,
-                                                executor_config cfg) {
+executor_internal::behavior_type executor_behavior(executor_pointer self,
+                                                   executor_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.timer_callbacks = std::make_shared<executor_state::timer_table>();
   st.timers = std::make_shared<executor_timer_service>(
-    caf::actor_cast<executor_actor>(self), st.timer_callbacks);
+    caf::actor_cast<executor_internal>(self), st.timer_callbacks);
   // Whatever ends this actor during a run (shutdown, a bug), the handler is
   // told to stop.
   self->attach_functor([token = st.running_token] {

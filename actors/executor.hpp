@@ -83,9 +83,9 @@ struct executor_state {
   std::shared_ptr<timer_table> timer_callbacks;
 };
 
-using executor_pointer = executor_actor::stateful_pointer<executor_state>;
+using executor_pointer = executor_internal::stateful_pointer<executor_state>;
 
-executor_actor::behavior_type executor_behavior(executor_pointer self,
-                                                executor_config cfg);
+executor_internal::behavior_type executor_behavior(executor_pointer self,
+                                                   executor_config cfg);
 
 } // namespace aw

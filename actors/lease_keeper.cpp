@@ -54,30 +54,11 @@ void report_lost(lease_keeper_pointer self, const snapshot& snap,
     self->send(self->state.pollers[p], lost_atom::value, ids, reason);
 }
 
-void rescue(lease_keeper_pointer self) {
-  auto& st = self->state;
-  self->request(st.cfg.store, st.cfg.heartbeat_interval, rescue_atom::value)
-    .then(
-      [self](const std::vector<rescued_job>& rescued) {
-        for (auto& r : rescued)
-          spdlog::warn("rescued job {} ({}, {}){}: {}", r.id, r.kind,
-                       to_string(r.reason),
-                       r.dead_lettered ? ", moved to the dead letter queue"
-                                       : "",
-                       r.message);
-        end_round(self);
-      },
-      [self](caf::error&) {
-        // storage logged it; the next round tries again.
-        end_round(self);
-      });
-}
-
 void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
   auto& st = self->state;
   if (snap->ids.empty()) {
     st.last_refresh = self->clock().now();
-    rescue(self);
+    end_round(self);
     return;
   }
   auto sent_at = self->clock().now();
@@ -118,7 +99,7 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
           report_lost(self, *snap, lost,
                       "lease lost: the job is no longer running under this "
                       "worker (reclaimed, released or deleted meanwhile)");
-        rescue(self);
+        end_round(self);
       },
       [self, snap](caf::error& err) {
         auto& st = self->state;
@@ -184,7 +165,7 @@ void start_round(lease_keeper_pointer self) {
 
 } // namespace
 
-lease_keeper_actor::behavior_type
+lease_keeper_internal::behavior_type
 lease_keeper_behavior(lease_keeper_pointer self, lease_keeper_config cfg) {
   self->state.cfg = std::move(cfg);
   self->state.last_refresh = self->clock().now();

@@ -6,9 +6,9 @@
 //  2. if the refresh fails (database down), runs the watchdog: a job whose
 //     lease was last confirmed reclaim_window - heartbeat_interval ago is
 //     abandoned locally before another node may reclaim it, so two workers
-//     never both believe they own a job;
-//  3. rescues, cluster-wide, running jobs whose lease expired or whose
-//     deadline passed (SKIP LOCKED: safe on every node at once).
+//     never both believe they own a job.
+// It looks after this node's leases only: rescuing expired ones,
+// cluster-wide, is maintenance's work (maintenance.hpp).
 
 #include <chrono>
 #include <vector>
@@ -23,7 +23,7 @@ namespace aw {
 struct lease_keeper_config {
   std::chrono::milliseconds heartbeat_interval;
   std::chrono::milliseconds reclaim_window;
-  /// Heartbeats and rescues go here.
+  /// Heartbeats go here.
   storage_actor store;
 };
 
@@ -38,9 +38,9 @@ struct lease_keeper_state {
 };
 
 using lease_keeper_pointer
-  = lease_keeper_actor::stateful_pointer<lease_keeper_state>;
+  = lease_keeper_internal::stateful_pointer<lease_keeper_state>;
 
-lease_keeper_actor::behavior_type
+lease_keeper_internal::behavior_type
 lease_keeper_behavior(lease_keeper_pointer self, lease_keeper_config cfg);
 
 } // namespace aw

@@ -8,9 +8,9 @@
 
 namespace aw {
 
-listener_actor::behavior_type listener_behavior(listener_pointer self,
-                                                std::string url,
-                                                supervisor_actor wake_target) {
+listener_internal::behavior_type
+listener_behavior(listener_pointer self, std::string url,
+                  supervisor_actor wake_target) {
   self->state.conn = std::make_unique<storage::notification_listener>(
     std::move(url), defaults::notify_channel);
   self->state.wake_target = std::move(wake_target);

@@ -23,10 +23,10 @@ struct listener_state {
   backoff reconnect_backoff;
 };
 
-using listener_pointer = listener_actor::stateful_pointer<listener_state>;
+using listener_pointer = listener_internal::stateful_pointer<listener_state>;
 
-listener_actor::behavior_type listener_behavior(listener_pointer self,
-                                                std::string url,
-                                                supervisor_actor wake_target);
+listener_internal::behavior_type
+listener_behavior(listener_pointer self, std::string url,
+                  supervisor_actor wake_target);
 
 } // namespace aw

@@ -2,54 +2,88 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/error.hpp"
 
 namespace aw {
 
-maintenance_actor::behavior_type
-maintenance_behavior(maintenance_pointer self, storage_actor store,
-                     std::chrono::milliseconds interval) {
-  self->state.store = std::move(store);
-  self->state.interval = interval;
-  self->send(self, tick_atom::value);
+namespace {
+
+void next_cleanup(maintenance_pointer self) {
+  self->delayed_send(self, self->state.cfg.cleanup_interval,
+                     cleanup_atom::value);
+}
+
+void next_rescue(maintenance_pointer self) {
+  self->delayed_send(self, self->state.cfg.rescue_interval,
+                     rescue_atom::value);
+}
+
+void cleanup(maintenance_pointer self) {
+  auto& st = self->state;
+  self->request(st.cfg.store, caf::infinite, cleanup_atom::value)
+    .then(
+      [self](int64_t deleted) {
+        auto& st = self->state;
+        st.deleted += deleted;
+        if (deleted > 0)
+          spdlog::info("maintenance: deleted {} finished job(s) past their "
+                       "retention",
+                       deleted);
+        if (deleted >= defaults::cleanup_batch) {
+          self->send(self, cleanup_atom::value); // more expired: go on
+          return;
+        }
+        // The round is over: vacuum the small lane tables whose dead
+        // tuples passed their bound, then wait for the next one.
+        self->request(st.cfg.store, caf::infinite, vacuum_atom::value)
+          .then(
+            [self](const std::vector<std::string>& tables) {
+              if (!tables.empty())
+                spdlog::debug("maintenance: vacuumed {} table(s)",
+                              tables.size());
+              next_cleanup(self);
+            },
+            [self](caf::error&) { next_cleanup(self); });
+      },
+      [self](caf::error&) {
+        // storage already logged it at ERROR; try again next round.
+        next_cleanup(self);
+      });
+}
+
+void rescue(maintenance_pointer self) {
+  // No timeout: the next rescue waits for this one's reply, so a hung
+  // connection never collects a queue of rescues.
+  self->request(self->state.cfg.store, caf::infinite, rescue_atom::value)
+    .then(
+      [self](const std::vector<rescued_job>& rescued) {
+        for (auto& r : rescued)
+          spdlog::warn("rescued job {} ({}, {}){}: {}", r.id, r.kind,
+                       to_string(r.reason),
+                       r.dead_lettered ? ", moved to the dead letter queue"
+                                       : "",
+                       r.message);
+        next_rescue(self);
+      },
+      [self](caf::error&) {
+        // storage already logged it at ERROR; try again next interval.
+        next_rescue(self);
+      });
+}
+
+} // namespace
+
+maintenance_internal::behavior_type
+maintenance_behavior(maintenance_pointer self, maintenance_config cfg) {
+  self->state.cfg = std::move(cfg);
+  // Cleanup starts at once; the first rescue comes after one interval, like
+  // every later one (every node rescues: a starting one has nothing to
+  // catch up on).
+  self->send(self, cleanup_atom::value);
+  next_rescue(self);
   return {
-    [self](tick_atom) {
-      auto& st = self->state;
-      self->request(st.store, caf::infinite, cleanup_atom::value)
-        .then(
-          [self](int64_t deleted) {
-            auto& st = self->state;
-            st.deleted += deleted;
-            if (deleted > 0)
-              spdlog::info("maintenance: deleted {} finished job(s) past "
-                           "their retention",
-                           deleted);
-            if (deleted >= defaults::cleanup_batch) {
-              self->send(self, tick_atom::value); // more expired: go on
-              return;
-            }
-            // The round is over: vacuum the small lane tables whose dead
-            // tuples passed their bound, then wait for the next one.
-            self->request(st.store, caf::infinite, vacuum_atom::value)
-              .then(
-                [self](const std::vector<std::string>& tables) {
-                  if (!tables.empty())
-                    spdlog::debug("maintenance: vacuumed {} table(s)",
-                                  tables.size());
-                  self->delayed_send(self, self->state.interval,
-                                     tick_atom::value);
-                },
-                [self](caf::error&) {
-                  self->delayed_send(self, self->state.interval,
-                                     tick_atom::value);
-                });
-          },
-          [self](caf::error&) {
-            // storage already logged it at ERROR; try again next round.
-            self->delayed_send(self, self->state.interval, tick_atom::value);
-          });
-    },
+    [self](cleanup_atom) { cleanup(self); },
+    [self](rescue_atom) { rescue(self); },
   };
 }
 

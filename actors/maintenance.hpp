@@ -1,36 +1,57 @@
 #pragma once
-// Maintenance: every maintenance_interval it deletes completed and
-// cancelled rows past their retention, in batches (a full batch goes again
-// at once), then vacuums the small lane tables (claim_batches,
-// batch_completions, claim_cursors) whose dead tuples passed their bound
-// (config/defaults.hpp): keeping the hot tables healthy is the runtime's
-// job, not the operator's. job_rows is left to autovacuum: claims never
-// read its dead tuples (lanes are read from their cursor on), and
-// vacuuming a table of millions of rows every few seconds would cost more
-// than it saves. It works over a storage actor (a connection) of its own,
-// so a vacuum never delays claims or heartbeats.
+// Maintenance: the cluster-wide housekeeping, on two timers of its own.
+//
+// Every rescue_interval it rescues, cluster-wide, running jobs whose lease
+// expired (their worker died or hung), whose deadline passed long ago, and
+// callbacks that timed out (SKIP LOCKED: safe on every node at once). The
+// next rescue is armed when the previous one has replied, so rescues never
+// pile up behind a slow or hung connection.
+//
+// Every cleanup_interval it deletes completed and cancelled rows past their
+// retention, in batches (a full batch goes again at once), then vacuums the
+// small lane tables (claim_batches, batch_completions, claim_cursors) whose
+// dead tuples passed their bound (config/defaults.hpp): keeping the hot
+// tables healthy is the runtime's job, not the operator's. job_rows is left
+// to autovacuum: claims never read its dead tuples (lanes are read from
+// their cursor on), and vacuuming a table of millions of rows every few
+// seconds would cost more than it saves.
+//
+// It works over a storage actor (a connection) of its own, so neither a
+// vacuum nor a large rescue ever delays claims or heartbeats (a rescue
+// may wait behind a cleanup or vacuum statement on it).
 
 #include <chrono>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/actors.hpp"
 
 namespace aw {
 
+struct maintenance_config {
+  /// Rescues, cleanups and vacuums go here: a connection no other actor
+  /// uses.
+  storage_actor store;
+  /// Between cleanup rounds (worker.maintenance_interval).
+  std::chrono::milliseconds cleanup_interval = defaults::maintenance_interval;
+  /// Between rescues: the heartbeat interval (worker.heartbeat_interval),
+  /// so a dead worker's jobs run again within reclaim_window plus one
+  /// interval (docs/delivery.md).
+  std::chrono::milliseconds rescue_interval = defaults::heartbeat_interval;
+};
+
 struct maintenance_state {
   static inline const char* name = "maintenance";
-  storage_actor store;
-  std::chrono::milliseconds interval{};
+  maintenance_config cfg;
   int64_t deleted = 0;
 };
 
 using maintenance_pointer
-  = maintenance_actor::stateful_pointer<maintenance_state>;
+  = maintenance_internal::stateful_pointer<maintenance_state>;
 
-maintenance_actor::behavior_type
-maintenance_behavior(maintenance_pointer self, storage_actor store,
-                     std::chrono::milliseconds interval);
+maintenance_internal::behavior_type
+maintenance_behavior(maintenance_pointer self, maintenance_config cfg);
 
 } // namespace aw

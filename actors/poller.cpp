@@ -107,13 +107,15 @@ void expire_drain(poller_pointer self) {
 /// every release got its reply.
 void maybe_finish_drain(poller_pointer self) {
   auto& st = self->state;
-  if (!st.drain_pending || !st.running.empty() || st.claims_in_flight > 0
+  bool awaited = st.phase == poller_phase::draining
+                 || st.phase == poller_phase::drain_expired;
+  if (!awaited || !st.running.empty() || st.claims_in_flight > 0
       || st.releases_in_flight > 0)
     return;
   // Outcomes reach storage before the drain's reply: the final flush the
   // supervisor asks storage for after it comes later.
   flush_outbox(self);
-  st.drain_pending = false;
+  st.phase = poller_phase::stopped;
   st.drain_promise.deliver(st.released);
 }
 
@@ -171,26 +173,26 @@ void start_jobs(poller_pointer self) {
 /// Asks the gate for a permit (once) when this poller has none.
 void want_permit(poller_pointer self) {
   auto& st = self->state;
-  if (!st.cfg.gate || st.has_permit || st.permit_requested
+  if (!st.cfg.gate || st.permit != permit_phase::none
       || st.phase != poller_phase::running)
     return;
-  st.permit_requested = true;
+  st.permit = permit_phase::requested;
   self->send(st.cfg.gate, permit_atom::value, poller_actor{self});
 }
 
 /// Gives the permit back: this poller found work and need not poll idly.
 void give_back_permit(poller_pointer self) {
   auto& st = self->state;
-  if (!st.cfg.gate || !st.has_permit)
+  if (!st.cfg.gate || st.permit != permit_phase::held)
     return;
-  st.has_permit = false;
+  st.permit = permit_phase::none;
   self->send(st.cfg.gate, giveback_atom::value, poller_actor{self});
 }
 
 /// Arms the idle poll timer, if this poller may poll idly.
 void arm_idle_timer(poller_pointer self) {
   auto& st = self->state;
-  if (st.has_permit)
+  if (st.permit == permit_phase::held)
     arm_timer(self, st.cfg.poll_interval);
   else
     ++st.timer_generation; // parked: only a wake-up or a permit claims
@@ -359,8 +361,8 @@ void schedule_claim(poller_pointer self) {
 
 } // namespace
 
-poller_actor::behavior_type poller_behavior(poller_pointer self,
-                                            poller_config cfg) {
+poller_internal::behavior_type poller_behavior(poller_pointer self,
+                                               poller_config cfg) {
   if (cfg.completers.empty())
     cfg.completers.push_back(cfg.claimer);
   cfg.local_queue_size = std::max(1, cfg.local_queue_size);
@@ -372,7 +374,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
   st.prefetch = std::clamp(st.cfg.concurrency, 1, st.cfg.local_queue_size);
   // Behind a gate a poller starts parked and asks for a permit; only permit
   // holders poll on the idle interval.
-  st.has_permit = !st.cfg.gate;
+  st.permit = st.cfg.gate ? permit_phase::none : permit_phase::held;
   // The executors live as long as their poller. (The functor runs after
   // the state is gone: it owns what it uses.)
   self->attach_functor([executors = st.executors, queue = st.cfg.queue] {
@@ -408,7 +410,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
     else
       maybe_finish_drain(self);
   });
-  if (st.has_permit)
+  if (st.permit == permit_phase::held)
     schedule_claim(self);
   else
     want_permit(self);
@@ -474,7 +476,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       bool fence_retry = st.fence_retry.count() > 0;
       if (backoff_retry)
         st.claim = claim_phase::ready;
-      if (!st.has_permit && !backoff_retry && !fence_retry)
+      if (st.permit != permit_phase::held && !backoff_retry && !fence_retry)
         return; // parked behind the idle poll gate
       st.maybe_more = true;
       try_claim(self);
@@ -501,7 +503,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
                          .count()
                        / 1000.0 / static_cast<double>(st.claims),
                      duration_cast<milliseconds>(st.starved_time).count());
-      if (st.drain_pending || st.phase != poller_phase::running)
+      if (st.phase != poller_phase::running)
         return make_error(ec::internal, "poller[" + st.cfg.queue
                                                 + "]: already draining");
       st.phase = poller_phase::draining;
@@ -509,7 +511,6 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
       ++st.timer_generation; // idle and backoff timers are void now
       give_back_permit(self);
       st.drain_promise = self->make_response_promise<int64_t>();
-      st.drain_pending = true;
       auto promise = st.drain_promise;
       release_buffer(self);
       if (!st.running.empty()) {
@@ -586,8 +587,7 @@ poller_actor::behavior_type poller_behavior(poller_pointer self,
     },
     [self](permit_atom) {
       auto& st = self->state;
-      st.permit_requested = false;
-      st.has_permit = true;
+      st.permit = permit_phase::held;
       if (st.phase != poller_phase::running) {
         give_back_permit(self);
         return;

@@ -164,14 +164,28 @@ enum class claim_phase : uint8_t {
   backing_off,
 };
 
-/// Where the poller's life is.
+/// Where the poller's life is: running -> draining (-> drain_expired) ->
+/// stopped.
 enum class poller_phase : uint8_t {
   /// Claiming and running jobs.
   running,
-  /// Shutting down: no claims, running jobs get the drain budget.
+  /// Shutting down: no claims, running jobs get the drain budget; the drain
+  /// request waits for its reply.
   draining,
   /// The drain budget ran out: what still runs is released.
   drain_expired,
+  /// The drain request got its reply: nothing runs, nothing is claimed.
+  stopped,
+};
+
+/// Whether the poller may poll on the idle interval (see poll_gate.hpp).
+enum class permit_phase : uint8_t {
+  /// Parked: claims only when woken.
+  none,
+  /// Asked the gate for a permit and waits for it.
+  requested,
+  /// Polls on the idle interval (always, without a gate).
+  held,
 };
 
 struct poller_state {
@@ -221,13 +235,10 @@ struct poller_state {
   /// at: one that arrived while it was in flight may announce work that
   /// claim could not see, so its empty result must not clear maybe_more.
   uint64_t wakes = 0;
-  /// Holds an idle poll permit (always true without a gate).
-  bool has_permit = true;
-  /// Asked the gate for a permit and waits for it.
-  bool permit_requested = false;
-  /// The pending drain reply.
+  /// The idle poll permit (held for good without a gate).
+  permit_phase permit = permit_phase::held;
+  /// The drain's reply, delivered when the phase turns stopped.
   caf::typed_response_promise<int64_t> drain_promise;
-  bool drain_pending = false;
   /// Jobs released during the drain so far.
   int64_t released = 0;
   /// Release requests of the drain still waiting for their reply.
@@ -270,9 +281,9 @@ struct poller_state {
   }
 };
 
-using poller_pointer = poller_actor::stateful_pointer<poller_state>;
+using poller_pointer = poller_internal::stateful_pointer<poller_state>;
 
-poller_actor::behavior_type poller_behavior(poller_pointer self,
-                                            poller_config cfg);
+poller_internal::behavior_type poller_behavior(poller_pointer self,
+                                               poller_config cfg);
 
 } // namespace aw

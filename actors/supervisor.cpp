@@ -57,14 +57,19 @@ void spawn_poller(supervisor_pointer self, const queue_config& q) {
 
 void spawn_listener(supervisor_pointer self) {
   auto& st = self->state;
-  st.listener = self->spawn<caf::detached + caf::linked>(
-    listener_behavior, st.cfg.config.database.url, supervisor_actor{self});
+  st.listener = caf::actor_cast<listener_actor>(
+    self->spawn<caf::detached + caf::linked>(
+      listener_behavior, st.cfg.config.database.url, supervisor_actor{self}));
 }
 
 void spawn_maintenance(supervisor_pointer self) {
   auto& st = self->state;
-  st.maintenance = self->spawn<caf::linked>(
-    maintenance_behavior, st.janitor, st.cfg.config.worker.maintenance_interval);
+  maintenance_config mc;
+  mc.store = st.janitor;
+  mc.cleanup_interval = st.cfg.config.worker.maintenance_interval;
+  mc.rescue_interval = st.cfg.config.worker.heartbeat_interval;
+  st.maintenance = caf::actor_cast<maintenance_actor>(
+    self->spawn<caf::linked>(maintenance_behavior, std::move(mc)));
 }
 
 /// Tells the lease keeper which pollers' jobs to keep alive.
@@ -106,9 +111,9 @@ std::string component_of(supervisor_pointer self, const caf::actor_addr& a) {
   for (auto& [queue, p] : st.pollers)
     if (a == p.address())
       return "poller:" + queue;
-  if (a == st.listener.address())
+  if (a == caf::actor_cast<caf::actor_addr>(st.listener))
     return "listener";
-  if (a == st.maintenance.address())
+  if (a == caf::actor_cast<caf::actor_addr>(st.maintenance))
     return "maintenance";
   if (a == st.lease_keeper.address())
     return "lease_keeper";
@@ -134,8 +139,8 @@ void shut_down_helpers(supervisor_pointer self) {
 
 } // namespace
 
-supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
-                                                    supervisor_config cfg) {
+supervisor_internal::behavior_type
+supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   auto opts = store_options(st.cfg);
@@ -156,7 +161,7 @@ supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
   };
   // pool_size storage actors, one connection each: every one claims and
   // records outcomes (a claim commits the outcomes waiting on its
-  // connection); the first also heartbeats and releases.
+  // connection); the first also heartbeats, releases and checks the schema.
   for (int i = 0; i < st.cfg.config.database.pool_size; ++i)
     st.completers.push_back(spawn_storage());
   st.claimer = st.completers.front();

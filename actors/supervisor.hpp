@@ -4,9 +4,9 @@
 // At start it spawns the storage actors, runs the schema check (retrying
 // with backoff while the database is unreachable; stopping with an error
 // when the schema is out of date), then spawns one poller per queue, the
-// listener and maintenance. It routes wake-ups to pollers, restarts a
-// crashed poller, listener or maintenance actor with backoff, and on stop
-// drains the pollers, flushes storage and quits.
+// listener, maintenance and the lease keeper. It routes wake-ups to
+// pollers, restarts a crashed poller, listener, maintenance or lease keeper
+// with backoff, and on stop drains the pollers, flushes storage and quits.
 
 #include <map>
 #include <memory>
@@ -42,15 +42,17 @@ struct supervisor_state {
   static inline const char* name = "supervisor";
 
   supervisor_config cfg;
-  /// Heartbeats, rescues, releases, cleanup and the schema check: the
-  /// first of `completers`.
+  /// Heartbeats, releases and the schema check: the first of
+  /// `completers`.
   storage_actor claimer;
   /// The storage actors (database.pool_size): claims and outcomes, in
   /// parallel.
   std::vector<storage_actor> completers;
-  /// Maintenance's connection: cleanup and vacuum.
+  /// Maintenance's connection: rescues, cleanup and vacuum.
   storage_actor janitor;
   std::map<std::string, poller_actor> pollers;
+  /// Opaque handles: the supervisor links them and stops them, and sends
+  /// them nothing.
   listener_actor listener;
   maintenance_actor maintenance;
   lease_keeper_actor lease_keeper;
@@ -64,9 +66,10 @@ struct supervisor_state {
   bool stopping = false;
 };
 
-using supervisor_pointer = supervisor_actor::stateful_pointer<supervisor_state>;
+using supervisor_pointer
+  = supervisor_internal::stateful_pointer<supervisor_state>;
 
-supervisor_actor::behavior_type supervisor_behavior(supervisor_pointer self,
-                                                    supervisor_config cfg);
+supervisor_internal::behavior_type
+supervisor_behavior(supervisor_pointer self, supervisor_config cfg);
 
 } // namespace aw

@@ -1,7 +1,14 @@
 #pragma once
 // Every actor interface of the runtime, in one place: read this file and you
-// know who talks to whom. Handlers marked "internal" are messages an actor
-// only sends to itself.
+// know who talks to whom.
+//
+// An actor that sends itself messages (timers, deferred work) has two
+// types: `X_actor`, the handle every other actor holds, and `X_internal`,
+// which adds the messages only X sends to itself and which only X's own
+// behaviour uses. Sending an internal message to an `X_actor` does not
+// compile. An actor that takes no message from others at all has an
+// `opaque_actor` for a handle. (storage_actor is not split yet: its flush
+// is marked internal only by a comment.)
 
 #include <cstdint>
 #include <string>
@@ -15,6 +22,11 @@
 
 namespace aw {
 
+/// The handle of an actor that takes no message from other actors (CAF
+/// 0.17 has no empty `typed_actor<>`): enough to link to it, stop it and
+/// recognise its exit, never to send it anything.
+using opaque_actor = caf::strong_actor_ptr;
+
 /// Claims jobs for one queue into a bounded local buffer and starts an
 /// executor per job as handler slots free up (at most the queue's
 /// concurrency at once). How many jobs a claim takes depends on the buffer,
@@ -26,24 +38,13 @@ using poller_actor = caf::typed_actor<
   // `record`: the outcome goes to storage (a `committed` report follows);
   // false when the job was no longer ours and nothing is recorded.
   caf::reacts_to<done_atom, int64_t, bool, job_outcome>,
-  // internal: hand the outcomes collected since the last flush to storage,
-  // one message per storage actor.
-  caf::reacts_to<flush_atom>,
   // Storage committed these outcomes of jobs this poller ran (or found
   // them stale): their leases are over.
   caf::reacts_to<committed_atom, std::vector<outcome_report>>,
-  // internal: idle poll, quick re-claim or backoff timer of generation `gen`.
-  caf::reacts_to<tick_atom, uint64_t>,
-  // internal: claim with whatever room is free once the mailbox drained.
-  caf::reacts_to<claim_atom>,
   // Stop claiming, release the buffered jobs, wait up to the drain budget
   // for running ones, release what still runs. Replies with the number of
   // jobs released.
   caf::replies_to<drain_atom>::with<int64_t>,
-  // internal: the drain budget ran out.
-  caf::reacts_to<drained_atom>,
-  // internal: log what happened since the last report.
-  caf::reacts_to<report_atom>,
   // Every job this poller holds a lease on (buffered, running, or waiting
   // for its outcome to commit), for heartbeats and the watchdog.
   caf::replies_to<running_atom>::with<std::vector<held_job>>,
@@ -53,6 +54,20 @@ using poller_actor = caf::typed_actor<
   caf::reacts_to<lost_atom, std::vector<int64_t>, std::string>,
   // The idle poll gate granted a permit: poll on the idle interval.
   caf::reacts_to<permit_atom>>;
+
+/// What only the poller sends itself.
+using poller_internal = poller_actor::extend<
+  // Hand the outcomes collected since the last flush to storage, one
+  // message per storage actor.
+  caf::reacts_to<flush_atom>,
+  // Idle poll, quick re-claim or backoff timer of generation `gen`.
+  caf::reacts_to<tick_atom, uint64_t>,
+  // Claim with whatever room is free once the mailbox drained.
+  caf::reacts_to<claim_atom>,
+  // The drain budget ran out.
+  caf::reacts_to<drained_atom>,
+  // Log what happened since the last report.
+  caf::reacts_to<report_atom>>;
 
 /// Owns one database connection; the only actor that runs SQL. Runs
 /// detached: libpqxx blocks, CAF's cooperative workers must not.
@@ -89,35 +104,42 @@ using storage_actor = caf::typed_actor<
 /// Runs the jobs of one handler slot of a poller, one at a time: starts
 /// each job's handler through the job runner (inline, asynchronous, or on
 /// the blocking pool) and gives the outcome back to the poller, which frees
-/// the slot and passes outcomes on to storage in batches. Executors are reused from job to job, so a job costs no
-/// actor creation; messages of an earlier run carry that run's number and
-/// are ignored.
+/// the slot and passes outcomes on to storage in batches. Executors are
+/// reused from job to job, so a job costs no actor creation; messages of an
+/// earlier run carry that run's number and are ignored.
 using executor_actor = caf::typed_actor<
   // Run this job.
   caf::reacts_to<run_atom, claimed_job>,
-  // The handler of run `run` returned (sent from whatever thread it ran on).
-  caf::reacts_to<outcome_atom, uint64_t, job_outcome>,
   // Job `id` is no longer ours: cancel its handler, record nothing.
-  caf::reacts_to<cancel_atom, int64_t, std::string>,
-  // internal: the deadline of run `run` passed.
+  caf::reacts_to<cancel_atom, int64_t, std::string>>;
+
+/// What only the executor sends itself (its handlers' completions and
+/// timers, from whatever thread they run on, and its deadline timers).
+using executor_internal = executor_actor::extend<
+  // The handler of run `run` returned.
+  caf::reacts_to<outcome_atom, uint64_t, job_outcome>,
+  // The deadline of run `run` passed.
   caf::reacts_to<deadline_atom, uint64_t>,
-  // internal: the deadline of run `run` passed a grace ago and its handler
-  // ignores the cancellation: record the overrun, leave the handler behind.
+  // The deadline of run `run` passed a grace ago and its handler ignores
+  // the cancellation: record the overrun, leave the handler behind.
   caf::reacts_to<abandon_atom, uint64_t>,
   // An asynchronous handler's timer `id` of run `run` is due.
   caf::reacts_to<timer_atom, uint64_t, uint64_t>>;
 
-/// Keeps this node's leases alive and rescues expired ones cluster-wide.
-/// Every heartbeat_interval it refreshes all jobs and lane batches the node
-/// holds in one statement each, tells pollers about jobs that are no longer
-/// ours, and abandons jobs whose lease it could not refresh before the
-/// reclaim window closes (the watchdog), so two workers never both believe
-/// they own a job.
+/// Keeps this node's leases alive. Every heartbeat_interval it refreshes
+/// all jobs and lane batches the node holds in one statement each, tells
+/// pollers about jobs that are no longer ours, and abandons jobs whose
+/// lease it could not refresh before the reclaim window closes (the
+/// watchdog), so two workers never both believe they own a job. Rescuing
+/// expired leases, cluster-wide, is maintenance's work.
 using lease_keeper_actor = caf::typed_actor<
-  // internal: heartbeat, watchdog and rescue round.
-  caf::reacts_to<tick_atom>,
   // The pollers whose jobs to keep alive (sent after every (re)spawn).
   caf::reacts_to<pollers_atom, std::vector<poller_actor>>>;
+
+/// What only the lease keeper sends itself.
+using lease_keeper_internal = lease_keeper_actor::extend<
+  // Heartbeat and watchdog round.
+  caf::reacts_to<tick_atom>>;
 
 /// Runs the lifecycle hooks of committed transitions, one event at a time,
 /// on a thread of its own: hooks never block executors or the claim path.
@@ -133,15 +155,27 @@ using poll_gate_actor = caf::typed_actor<
   // A poller gives its permit back (it found work, or stops).
   caf::reacts_to<giveback_atom, poller_actor>>;
 
-/// Deletes finished jobs past their retention and keeps the queue tables
-/// vacuumed, on a timer, over a connection of its own.
-using maintenance_actor = caf::typed_actor<
-  // internal: time for the next round.
-  caf::reacts_to<tick_atom>>;
+/// Housekeeping of the whole cluster's tables, on timers, over a connection
+/// of its own: rescues jobs whose lease expired (on any node), whose
+/// deadline passed or whose callback timed out; deletes finished jobs past
+/// their retention and keeps the queue tables vacuumed. Nothing else sends
+/// it anything.
+using maintenance_actor = opaque_actor;
 
-/// Holds the LISTEN connection and turns NOTIFYs into wake-ups.
-using listener_actor = caf::typed_actor<
-  // internal: wait (briefly) for the next notification.
+/// What only maintenance sends itself.
+using maintenance_internal = caf::typed_actor<
+  // Time for the next cleanup round (retention deletes, then vacuums).
+  caf::reacts_to<cleanup_atom>,
+  // Time for the next rescue.
+  caf::reacts_to<rescue_atom>>;
+
+/// Holds the LISTEN connection and turns NOTIFYs into wake-ups. Nothing
+/// else sends it anything.
+using listener_actor = opaque_actor;
+
+/// What only the listener sends itself.
+using listener_internal = caf::typed_actor<
+  // Wait (briefly) for the next notification.
   caf::reacts_to<listen_atom>>;
 
 /// Starts the components once the schema check passes, routes wake-ups to
@@ -152,11 +186,14 @@ using supervisor_actor = caf::typed_actor<
   // with the number of jobs released.
   caf::replies_to<stop_atom>::with<int64_t>,
   // Wake the pollers of `queue` (empty = every queue).
-  caf::reacts_to<wake_atom, std::string>,
-  // internal: check the schema, then start the components.
+  caf::reacts_to<wake_atom, std::string>>;
+
+/// What only the supervisor sends itself.
+using supervisor_internal = supervisor_actor::extend<
+  // Check the schema, then start the components.
   caf::reacts_to<start_atom>,
-  // internal: restart the crashed component `name` ("poller:QUEUE",
-  // "listener", "maintenance").
+  // Restart the crashed component `name` ("poller:QUEUE", "listener",
+  // "maintenance", "lease_keeper").
   caf::reacts_to<start_atom, std::string>>;
 
 } // namespace aw

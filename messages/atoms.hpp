@@ -12,7 +12,8 @@ using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using finish_atom = caf::atom_constant<caf::atom("finish")>;
 /// Put running jobs back to `available` without charging an attempt.
 using release_atom = caf::atom_constant<caf::atom("release")>;
-/// Delete finished jobs past their retention.
+/// Delete finished jobs past their retention (and maintenance's timer for
+/// it).
 using cleanup_atom = caf::atom_constant<caf::atom("cleanup")>;
 /// Verify the database schema before polling.
 using check_atom = caf::atom_constant<caf::atom("check")>;
@@ -22,7 +23,7 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 /// An executor finished its job: a slot is free again.
 using done_atom = caf::atom_constant<caf::atom("done")>;
-/// A periodic timer fired (idle poll, maintenance, backoff retry).
+/// A periodic timer fired (idle poll, backoff retry, heartbeat round).
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 /// Stop claiming, drain running jobs, release the rest.
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
@@ -36,7 +37,8 @@ using listen_atom = caf::atom_constant<caf::atom("listen")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 /// Refresh the leases of running jobs.
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
-/// Rescue jobs whose lease expired or whose deadline passed.
+/// Rescue jobs whose lease expired or whose deadline passed (and
+/// maintenance's timer for it).
 using rescue_atom = caf::atom_constant<caf::atom("rescue")>;
 /// Which jobs are running here (asked of a poller).
 using running_atom = caf::atom_constant<caf::atom("running")>;

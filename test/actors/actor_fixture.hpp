@@ -64,7 +64,15 @@ struct storage_script {
   /// The job and batch ids of each heartbeat.
   std::vector<std::vector<int64_t>> heartbeats;
   std::vector<std::vector<int64_t>> heartbeat_batches;
+  /// Rescue requests so far, and what each reports rescued. While
+  /// fail_rescues they are answered with ec::database_unavailable; while
+  /// rescue_delay > 0 they are answered that much later (virtual time).
   int rescues = 0;
+  std::vector<rescued_job> rescued;
+  bool fail_rescues = false;
+  std::chrono::milliseconds rescue_delay{0};
+  std::vector<caf::typed_response_promise<std::vector<rescued_job>>>
+    delayed_rescues;
   /// Maintenance's requests are answered only while true (the poller must
   /// never make them): what successive cleanups report deleted (then 0),
   /// and how many cleanups and vacuums were asked for.
@@ -141,9 +149,18 @@ inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
       };
       return {keep(ids, s->stolen), keep(batches, s->stolen_batches)};
     },
-    [=](rescue_atom) -> std::vector<rescued_job> {
+    [=](rescue_atom) -> caf::result<std::vector<rescued_job>> {
       ++s->rescues;
-      return {};
+      if (s->fail_rescues)
+        return aw::make_error(aw::ec::database_unavailable, "stub: down");
+      if (s->rescue_delay.count() > 0) {
+        auto promise = self->make_response_promise<std::vector<rescued_job>>();
+        s->delayed_rescues.push_back(promise);
+        // A flush is the stub's only message to itself: it answers then.
+        self->delayed_send(self, s->rescue_delay, flush_atom::value);
+        return promise;
+      }
+      return s->rescued;
     },
     [=](release_atom, const std::vector<held_job>& jobs,
         bool started) -> int64_t {
@@ -173,7 +190,13 @@ inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
       BOOST_FAIL("the poller must not run the schema check");
       return false;
     },
-    [=](flush_atom) {},
+    [=](flush_atom) {
+      // A delayed rescue is due (a promise must be delivered from inside
+      // its actor).
+      for (auto& promise : s->delayed_rescues)
+        promise.deliver(s->rescued);
+      s->delayed_rescues.clear();
+    },
   };
 }
 

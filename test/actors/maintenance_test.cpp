@@ -1,6 +1,7 @@
-// Deterministic tests of maintenance's rounds: retention deletes repeat at
-// once while they come back full, then the lane tables get their vacuum
-// check and the actor waits for the next interval.
+// Deterministic tests of maintenance's two timers: rescues every rescue
+// interval, never more than one at a time; retention deletes that repeat at
+// once while they come back full, then the lane tables' vacuum check and a
+// wait for the next cleanup interval.
 
 #include "actor_fixture.hpp"
 
@@ -14,9 +15,14 @@ using namespace aw_test;
 namespace {
 
 struct maintenance_fixture : fixture {
-  void spawn_maintenance(std::chrono::milliseconds interval) {
+  void spawn_maintenance(std::chrono::milliseconds cleanup_interval,
+                         std::chrono::milliseconds rescue_interval = 30s) {
     script->maintenance = true;
-    auto m = sys->spawn(aw::maintenance_behavior, storage, interval);
+    maintenance_config mc;
+    mc.store = storage;
+    mc.cleanup_interval = cleanup_interval;
+    mc.rescue_interval = rescue_interval;
+    auto m = sys->spawn(aw::maintenance_behavior, mc);
     spawned.push_back(caf::actor_cast<caf::actor>(m));
     run();
   }
@@ -50,6 +56,54 @@ BOOST_AUTO_TEST_CASE(an_idle_database_costs_one_cleanup_and_one_check_per_interv
     BOOST_TEST(script->cleanups == i);
     BOOST_TEST(script->vacuums == i);
   }
+}
+
+BOOST_AUTO_TEST_CASE(rescue_runs_every_rescue_interval_whatever_the_cleanup_interval) {
+  spawn_maintenance(10s, 1s);
+  // The first rescue comes one interval after the start.
+  BOOST_TEST(script->rescues == 0);
+  advance(999ms);
+  BOOST_TEST(script->rescues == 0);
+  advance(1ms);
+  BOOST_TEST(script->rescues == 1);
+  for (int i = 0; i < 3; ++i)
+    advance(1s);
+  BOOST_TEST(script->rescues == 4);
+  BOOST_TEST(script->cleanups == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_rescue_is_tried_again_next_interval) {
+  script->fail_rescues = true; // the database is gone
+  spawn_maintenance(10s, 1s);
+  advance(1s);
+  advance(1s);
+  BOOST_TEST(script->rescues == 2);
+  script->fail_rescues = false;
+  advance(1s);
+  advance(1s);
+  BOOST_TEST(script->rescues == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_rescue_delays_the_next_instead_of_piling_up) {
+  // The connection is slow: a rescue takes 5 s to answer (and reports a
+  // job, which runs the log line).
+  script->rescue_delay = 5s;
+  rescued_job r;
+  r.id = 7;
+  r.kind = "noop";
+  script->rescued = {r};
+  spawn_maintenance(10s, 1s);
+  advance(1s);
+  BOOST_TEST(script->rescues == 1);
+  // No second rescue while the first is in flight...
+  advance(4999ms);
+  BOOST_TEST(script->rescues == 1);
+  // ...and the next comes one interval after the reply (at 6 s).
+  advance(1ms);
+  advance(999ms);
+  BOOST_TEST(script->rescues == 1);
+  advance(1ms);
+  BOOST_TEST(script->rescues == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -307,6 +307,27 @@ BOOST_AUTO_TEST_CASE(deadline_counts_from_the_handler_start_not_the_claim) {
   BOOST_TEST(dispatcher->tokens[2].cancelled());
 }
 
+BOOST_AUTO_TEST_CASE(overrunning_the_deadline_cancels_the_run_and_charges_it) {
+  script->backlog = 2;
+  script->deadline_ms = 500;
+  spawn_poller(2);
+  run();
+  dispatcher->complete(1); // the first finishes in time
+  run();
+  advance(499ms);
+  BOOST_TEST(!dispatcher->tokens[1].cancelled());
+  advance(1ms);
+  BOOST_TEST(dispatcher->tokens[1].cancelled());
+  BOOST_TEST(dispatcher->tokens[1].reason().find("deadline") != std::string::npos);
+  dispatcher->complete(1); // the handler notices and returns
+  run();
+  BOOST_REQUIRE_EQUAL(script->outcomes.size(), 2u);
+  BOOST_TEST((script->outcomes[0].kind == outcome_kind::completed));
+  BOOST_TEST((script->outcomes[1].kind == outcome_kind::deadline_exceeded));
+  BOOST_TEST(script->outcomes[1].message.find("deadline exceeded")
+             != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_handler_that_ignores_its_deadline_is_given_up_as_a_rescue) {
   script->backlog = 2;
   script->deadline_ms = 500;
