@@ -190,7 +190,7 @@ void flush(storage_pointer self) {
 
 } // namespace
 
-storage_actor::behavior_type
+storage_internal::behavior_type
 storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
                  hook_dispatcher_actor dispatcher) {
   self->state.store = std::move(store);

@@ -51,12 +51,12 @@ struct storage_state {
   backoff flush_backoff;
 };
 
-using storage_pointer = storage_actor::stateful_pointer<storage_state>;
+using storage_pointer = storage_internal::stateful_pointer<storage_state>;
 
 /// The behavior of a storage actor over `store` (one connection, its own).
 /// Committed transitions of observed kinds go to `dispatcher` (may be
 /// null).
-storage_actor::behavior_type
+storage_internal::behavior_type
 storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
                  hook_dispatcher_actor dispatcher);
 

@@ -7,8 +7,7 @@
 // which adds the messages only X sends to itself and which only X's own
 // behaviour uses. Sending an internal message to an `X_actor` does not
 // compile. An actor that takes no message from others at all has an
-// `opaque_actor` for a handle. (storage_actor is not split yet: its flush
-// is marked internal only by a comment.)
+// `opaque_actor` for a handle.
 
 #include <cstdint>
 #include <string>
@@ -97,8 +96,12 @@ using storage_actor = caf::typed_actor<
   caf::replies_to<heartbeat_atom, std::vector<int64_t>, std::vector<int64_t>>::with<std::vector<int64_t>, std::vector<int64_t>>,
   // Rescues, cluster-wide, jobs whose lease is older than the reclaim
   // window and callbacks that timed out; safe on many nodes at once.
-  caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>,
-  // internal: commit the buffered outcomes.
+  caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>>;
+
+/// What only a storage actor sends itself.
+using storage_internal = storage_actor::extend<
+  // Commit the buffered outcomes (sent with the first outcome of a batch,
+  // or after a backoff).
   caf::reacts_to<flush_atom>>;
 
 /// Runs the jobs of one handler slot of a poller, one at a time: starts

@@ -85,7 +85,7 @@ struct storage_script {
 /// A storage actor that answers from a script. Cleanup and the schema
 /// check are not the poller's business: asking for them fails the test
 /// (unless the script is set up for maintenance).
-inline storage_actor::behavior_type stub_storage(storage_actor::pointer self,
+inline storage_internal::behavior_type stub_storage(storage_internal::pointer self,
                                           std::shared_ptr<storage_script> s) {
   return {
     [=](claim_atom, const std::string& queue, int32_t limit, int64_t bytes,
