@@ -92,7 +92,11 @@ void spawn_lease_keeper(supervisor_pointer self) {
 void start_components(supervisor_pointer self) {
   auto& st = self->state;
   st.started = true;
-  if (st.cfg.config.worker.idle_poll_permits > 0)
+  // A shared gate belongs to whoever made it: not linked, never stopped
+  // here.
+  if (st.cfg.shared_gate)
+    st.gate = st.cfg.shared_gate;
+  else if (st.cfg.config.worker.idle_poll_permits > 0)
     st.gate = self->spawn<caf::linked>(poll_gate_behavior,
                                        st.cfg.config.worker.idle_poll_permits);
   for (auto& q : st.cfg.config.queues)

@@ -36,6 +36,9 @@ struct supervisor_config {
   std::shared_ptr<const job_handlers> handlers;
   /// Runs the hooks of committed transitions.
   hook_dispatcher_actor hooks;
+  /// An idle poll gate shared with other runtimes (app/idle_poll_gate.hpp);
+  /// when set it replaces worker.idle_poll_permits.
+  poll_gate_actor shared_gate;
 };
 
 struct supervisor_state {
@@ -56,7 +59,8 @@ struct supervisor_state {
   listener_actor listener;
   maintenance_actor maintenance;
   lease_keeper_actor lease_keeper;
-  /// Only with worker.idle_poll_permits > 0.
+  /// The shared gate, or this node's own (worker.idle_poll_permits > 0),
+  /// or none.
   poll_gate_actor gate;
   /// Backoff of the schema check while the database is unreachable.
   backoff check_backoff;

@@ -14,6 +14,7 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/app/idle_poll_gate.hpp"
 #include "actor_worker/app/registry_runner.hpp"
 #include "actor_worker/actors/hook_dispatcher.hpp"
 #include "actor_worker/actors/supervisor.hpp"
@@ -49,8 +50,10 @@ void configure_actor_system(caf::actor_system_config& sys_cfg,
 }
 
 runtime::runtime(caf::actor_system& sys, runtime_config cfg,
-                 std::shared_ptr<const registry> reg)
-  : sys_(sys), reg_(reg), callback_conn_(std::make_unique<callback_connection>()) {
+                 std::shared_ptr<const registry> reg,
+                 std::shared_ptr<idle_poll_gate> gate)
+  : sys_(sys), reg_(reg), gate_(std::move(gate)),
+    callback_conn_(std::make_unique<callback_connection>()) {
   cfg.validate();
   if (cfg.database.url.empty())
     throw config_error("database.url is empty: set it, or resolve the "
@@ -73,6 +76,8 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   sc.runner = runner_;
   sc.handlers = reg;
   sc.hooks = hooks;
+  if (gate_)
+    sc.shared_gate = caf::actor_cast<poll_gate_actor>(gate_->actor());
   auto sup = sys.spawn(supervisor_behavior, std::move(sc));
   auto ended = std::make_shared<std::promise<caf::error>>();
   ended_ = ended->get_future().share();

@@ -71,14 +71,19 @@ struct stop_report {
   int64_t abandoned = 0;
 };
 
+class idle_poll_gate;
+
 class runtime {
 public:
   /// Starts a node: storage, schema check, pollers, listener, maintenance.
   /// Returns at once; a database that is down only delays the start.
   /// Throws config_error for an invalid configuration (an empty database
-  /// URL included: see resolve_config).
+  /// URL included: see resolve_config). `gate`: an idle poll gate shared
+  /// with other runtimes (app/idle_poll_gate.hpp), replacing
+  /// worker.idle_poll_permits; the runtime keeps it alive.
   runtime(caf::actor_system& sys, runtime_config cfg,
-          std::shared_ptr<const registry> reg);
+          std::shared_ptr<const registry> reg,
+          std::shared_ptr<idle_poll_gate> gate = nullptr);
 
   /// Stops gracefully if still running.
   ~runtime();
@@ -167,6 +172,8 @@ private:
   caf::actor_system& sys_;
   runtime_config cfg_;
   std::shared_ptr<const registry> reg_;
+  // A gate shared with other runtimes (may be null); it outlives this one.
+  std::shared_ptr<idle_poll_gate> gate_;
   std::unique_ptr<caf::actor> hooks_;
   // The connection callback resolutions reuse, opened on first use.
   struct callback_connection;

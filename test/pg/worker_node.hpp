@@ -23,9 +23,11 @@ namespace aw::test {
 
 class worker_node {
 public:
-  worker_node(runtime_config cfg, std::shared_ptr<registry> reg)
+  worker_node(runtime_config cfg, std::shared_ptr<registry> reg,
+              std::shared_ptr<idle_poll_gate> gate = nullptr)
     : reg_(std::move(reg)), sys_(sys_cfg_) {
-    rt_ = std::make_unique<runtime>(sys_, std::move(cfg), reg_);
+    rt_ = std::make_unique<runtime>(sys_, std::move(cfg), reg_,
+                                    std::move(gate));
   }
 
   ~worker_node() {
