@@ -96,8 +96,9 @@ struct config_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Parses "250ms", "2s", "5m", "24h" (also "1.5s", "0"). Throws
-/// std::invalid_argument with a message quoting the bad text.
+/// Parses "250ms", "2s", "5m", "24h", "7d" (also "1.5s", "0"), up to
+/// defaults::max_duration. Throws std::invalid_argument with a message
+/// quoting the bad text.
 std::chrono::milliseconds parse_duration(const std::string& text);
 
 /// Renders a duration the way parse_duration reads it ("1500ms", "2s").

@@ -3,6 +3,7 @@
 // value. Config structs, the TOML loader and the CLI all read these.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 namespace aw::defaults {
@@ -25,6 +26,16 @@ constexpr int claims_in_flight = 2;
 /// How often an idle poller looks for due jobs that no NOTIFY announced
 /// (scheduled jobs becoming due, retries, NOTIFYs lost while disconnected).
 constexpr std::chrono::milliseconds poll_interval = 1s;
+
+/// The longest duration any setting, flag or job option accepts (36,500
+/// days). Timers count nanoseconds from the clock's epoch, which overflow
+/// some 292 years out; a bound far below that keeps every deadline, timer
+/// and `now() + interval` representable, and no queue waits a century.
+constexpr std::chrono::milliseconds max_duration = 36'500 * 24h;
+
+/// The longest kind or queue name, in bytes: names are identifiers shown in
+/// logs, tables and metrics, not payloads.
+constexpr size_t max_name_length = 200;
 
 /// Failed attempts before a job is dead-lettered: at most 21 runs.
 constexpr int max_retries = 20;

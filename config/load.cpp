@@ -142,13 +142,23 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
   };
   if (text == "0")
     return std::chrono::milliseconds{0};
+  // Digits, optionally one '.' and more digits ("1.5"), then the unit.
   size_t pos = 0;
-  while (pos < text.size()
-         && (std::isdigit(static_cast<unsigned char>(text[pos]))
-             || text[pos] == '.'))
-    ++pos;
-  if (pos == 0)
+  auto digits = [&] {
+    auto start = pos;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])))
+      ++pos;
+    return pos - start;
+  };
+  if (digits() == 0)
     throw fail("expected a number first");
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    if (digits() == 0)
+      throw fail("expected digits after the decimal point");
+  }
+  if (pos < text.size() && text[pos] == '.')
+    throw fail("more than one decimal point");
   double number;
   try {
     number = std::stod(text.substr(0, pos));
@@ -172,8 +182,11 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
   else
     throw fail("unknown unit \"" + unit + "\"");
   double ms = number * ms_per_unit;
-  if (!std::isfinite(ms) || ms > 1e15)
-    throw fail("too large");
+  if (!std::isfinite(ms)
+      || ms > static_cast<double>(defaults::max_duration.count()))
+    throw fail("longer than the maximum of "
+               + std::to_string(defaults::max_duration.count() / 86'400'000)
+               + "d");
   return std::chrono::milliseconds{static_cast<int64_t>(std::llround(ms))};
 }
 

@@ -5,6 +5,7 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/config/defaults.hpp"
 #include "sql_statements.hpp"
 
 namespace aw {
@@ -13,23 +14,59 @@ namespace {
 
 // The statements are storage/sql/enqueue*.sql and unique_*.sql.
 
-nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
-                      const insert_options& opts) {
-  if (kind.empty())
-    throw std::invalid_argument("enqueue: the job kind must not be empty");
-  if (opts.queue.empty())
-    throw std::invalid_argument("enqueue: the queue of kind '" + kind
-                                + "' must not be empty");
+/// Why `name` cannot be a kind or queue name, or empty when it can: not
+/// empty, at most max_name_length bytes, no control characters (a name
+/// ends up in log lines and CLI tables, where those would forge output).
+std::string name_problem(const std::string& name) {
+  if (name.empty())
+    return "must not be empty";
+  if (name.size() > aw::defaults::max_name_length)
+    return "is " + std::to_string(name.size()) + " bytes long, more than the "
+           + std::to_string(aw::defaults::max_name_length) + " allowed";
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f)
+      return "contains a control character";
+  return {};
+}
+
+} // namespace
+
+void check_enqueue(const std::string& kind, const nlohmann::json& args,
+               const insert_options& opts) {
+  if (auto why = name_problem(kind); !why.empty())
+    throw std::invalid_argument("enqueue: the job kind " + why
+                                + (kind.empty() ? "" : ": " + nlohmann::json(kind).dump()));
+  if (auto why = name_problem(opts.queue); !why.empty())
+    throw std::invalid_argument("enqueue: the queue of kind '" + kind + "' "
+                                + why
+                                + (opts.queue.empty()
+                                     ? ""
+                                     : ": " + nlohmann::json(opts.queue).dump()));
+  if (!args.is_null() && !args.is_object())
+    throw std::invalid_argument("enqueue: the args of kind '" + kind
+                                + "' must be a JSON object, got "
+                                + std::string{args.type_name()});
+  if (opts.delay.count() < 0 || opts.delay > aw::defaults::max_duration)
+    throw std::invalid_argument("enqueue: the delay of kind '" + kind
+                                + "' must be between 0 and 36500 days");
   if (opts.max_attempts && *opts.max_attempts < 1)
     throw std::invalid_argument("enqueue: max_attempts of kind '" + kind
                                 + "' must be at least 1, got "
                                 + std::to_string(*opts.max_attempts));
-  if (opts.deadline && opts.deadline->count() <= 0)
+  if (opts.deadline
+      && (opts.deadline->count() <= 0 || *opts.deadline > aw::defaults::max_duration))
     throw std::invalid_argument("enqueue: the deadline of kind '" + kind
-                                + "' must be positive");
+                                + "' must be positive and at most 36500 days");
   if (!opts.metadata.is_object())
     throw std::invalid_argument("enqueue: metadata of kind '" + kind
                                 + "' must be a JSON object");
+}
+
+namespace {
+
+nlohmann::json to_row(const std::string& kind, const nlohmann::json& args,
+                      const insert_options& opts) {
+  check_enqueue(kind, args, opts);
   nlohmann::json row = {
     {"kind", kind},
     {"queue", opts.queue},
@@ -157,12 +194,7 @@ std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
   for (size_t i = 0; i < jobs.size(); ++i) {
     const auto& job = jobs[i];
     if (plain(job.options)) {
-      // The same checks as to_row() for the fields this path takes.
-      if (job.kind.empty())
-        throw std::invalid_argument("enqueue: the job kind must not be empty");
-      if (job.options.queue.empty())
-        throw std::invalid_argument("enqueue: the queue of kind '" + job.kind
-                                    + "' must not be empty");
+      check_enqueue(job.kind, job.args, job.options);
       append_element(kinds, job.kind);
       append_element(queues, job.options.queue);
       append_element(args, job.args.is_null() ? std::string{"{}"}

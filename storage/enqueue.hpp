@@ -20,9 +20,17 @@ class transaction_base;
 
 namespace aw {
 
-/// Inserts one job in `tx` and returns its id. Null args are stored as `{}`. Throws std::invalid_argument
-/// for an empty kind or queue, a max_attempts below 1, or metadata that is
-/// not a JSON object.
+/// The checks every enqueue makes before any SQL, for callers that want
+/// them before they open a transaction. Throws std::invalid_argument naming
+/// the kind and the problem: a kind or queue that is empty, longer than
+/// defaults::max_name_length bytes or holds a control character; args or
+/// metadata that are not a JSON object (null args are `{}`); a max_attempts
+/// below 1; a delay or deadline past defaults::max_duration.
+void check_enqueue(const std::string& kind, const nlohmann::json& args,
+                   const insert_options& opts);
+
+/// Inserts one job in `tx` and returns its id. Null args are stored as
+/// `{}`. Throws std::invalid_argument as check_enqueue() does.
 int64_t enqueue(pqxx::transaction_base& tx, const std::string& kind,
                 const nlohmann::json& args, const insert_options& opts = {});
 

@@ -43,14 +43,15 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o) {
     opts.unique = aw::unique_options{};
   if (!o.ordering_key.empty())
     opts.ordering_key = o.ordering_key;
-  pqxx::connection conn{cfg.database.url};
-  pqxx::work tx{conn};
-  int64_t id;
+  // Bad input is a usage error, found before any connection is opened.
   try {
-    id = aw::enqueue(tx, o.kind, args, opts);
+    aw::check_enqueue(o.kind, args, opts);
   } catch (const std::invalid_argument& e) {
     throw usage_error(e.what());
   }
+  pqxx::connection conn{cfg.database.url};
+  pqxx::work tx{conn};
+  auto id = aw::enqueue(tx, o.kind, args, opts);
   tx.commit();
   std::cout << id << std::endl;
   return exit_ok;

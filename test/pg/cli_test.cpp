@@ -226,6 +226,27 @@ BOOST_AUTO_TEST_CASE(enqueue_with_invalid_args_json_exits_2_with_a_message) {
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
 }
 
+BOOST_AUTO_TEST_CASE(job_input_the_queue_would_trip_over_is_refused_with_exit_2) {
+  aw::test::fresh_database db;
+  struct bad {
+    std::string args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<bad>{
+         {"noop '[1,2]'", "args of kind 'noop' must be a JSON object, got array"},
+         {"noop 42", "must be a JSON object, got number"},
+         {"--deadline 116000d noop '{}'", "longer than the maximum of 36500d"},
+         {"--delay 1.5.5s noop '{}'", "more than one decimal point"},
+         // (the test's shell is sh: printf makes the newline)
+         {"\"$(printf 'bad\\nkind')\" '{}'", "kind contains a control character"}})
+    BOOST_TEST_CONTEXT(c.args) {
+      auto r = aw::test::run_binary("enqueue " + c.args, db.url);
+      BOOST_TEST(r.exit_code == 2);
+      BOOST_TEST(contains(r.err, c.says), r.err);
+    }
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
   aw::test::fresh_database db;
   aw::insert_options opts;

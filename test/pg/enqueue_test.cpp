@@ -260,7 +260,7 @@ BOOST_AUTO_TEST_CASE(enqueue_many_mixes_plain_and_optioned_jobs_keeping_args_and
   const std::vector<nlohmann::json> tricky = {
     {{"quote", "say \"hi\""}, {"backslash", "C:\\dir\\"}},
     {{"braces", "{a,b}"}, {"comma", "x,y"}, {"nul_free_unicode", "\u00e9\u4e2d\U0001F600"}},
-    nlohmann::json::array({1, "two", nullptr, {{"three", 3}}}),
+    {{"list", nlohmann::json::array({1, "two", nullptr, {{"three", 3}}})}},
     nullptr,
   };
   for (int i = 0; i < 40; ++i) {
@@ -393,6 +393,32 @@ BOOST_AUTO_TEST_CASE(invalid_input_throws_invalid_argument_naming_the_problem) {
   no_queue.queue = "";
   BOOST_CHECK_EXCEPTION(aw::enqueue(tx, "noop", {}, no_queue),
                         std::invalid_argument, names("queue"));
+  // Args are a JSON object (or nothing): anything else would only fail
+  // later, in the handler.
+  BOOST_CHECK_EXCEPTION(aw::enqueue(tx, "noop", nlohmann::json::array({1, 2})),
+                        std::invalid_argument, names("must be a JSON object, got array"));
+  BOOST_CHECK_EXCEPTION(aw::enqueue(tx, "noop", 42), std::invalid_argument,
+                        names("must be a JSON object, got number"));
+  // Names that would forge log lines or flood a table are refused.
+  BOOST_CHECK_EXCEPTION(aw::enqueue(tx, "noop\n[error] forged", {}),
+                        std::invalid_argument,
+                        names("kind contains a control character"));
+  BOOST_CHECK_EXCEPTION(aw::enqueue(tx, std::string(201, 'k'), {}),
+                        std::invalid_argument, names("more than the 200 allowed"));
+  aw::insert_options escape_queue;
+  escape_queue.queue = "mail\x1b[31m";
+  BOOST_CHECK_EXCEPTION(aw::enqueue(tx, "noop", {}, escape_queue),
+                        std::invalid_argument,
+                        names("queue of kind 'noop' contains a control character"));
+  // Durations past 36,500 days would overflow timers and deadlines.
+  aw::insert_options far_deadline;
+  far_deadline.deadline = std::chrono::hours{24 * 116000};
+  BOOST_CHECK_EXCEPTION(aw::enqueue(tx, "noop", {}, far_deadline),
+                        std::invalid_argument, names("deadline"));
+  aw::insert_options far_delay;
+  far_delay.delay = std::chrono::hours{24 * 36501};
+  BOOST_CHECK_EXCEPTION(aw::enqueue(tx, "noop", {}, far_delay),
+                        std::invalid_argument, names("delay"));
   // One bad request fails the whole batch before anything is inserted.
   std::vector<aw::enqueue_request> batch{{"noop", {}, {}}, {"", {}, {}}};
   BOOST_CHECK_EXCEPTION(aw::enqueue_many(tx, batch), std::invalid_argument,

@@ -35,6 +35,23 @@ BOOST_AUTO_TEST_CASE(parses_durations_in_ms_s_m_h) {
   BOOST_CHECK_THROW(aw::parse_duration("2 weeks"), std::invalid_argument);
   BOOST_CHECK_THROW(aw::parse_duration("s"), std::invalid_argument);
   BOOST_CHECK_THROW(aw::parse_duration(""), std::invalid_argument);
+  // One decimal point at most, with digits on both sides.
+  BOOST_CHECK_THROW(aw::parse_duration("1.5.5s"), std::invalid_argument);
+  BOOST_CHECK_THROW(aw::parse_duration("1.s"), std::invalid_argument);
+  BOOST_CHECK_THROW(aw::parse_duration(".5s"), std::invalid_argument);
+  // Up to 36,500 days; beyond, timers and deadlines would overflow.
+  BOOST_TEST(aw::parse_duration("36500d").count()
+             == aw::defaults::max_duration.count());
+  BOOST_CHECK_THROW(aw::parse_duration("36501d"), std::invalid_argument);
+  BOOST_CHECK_THROW(aw::parse_duration("116000d"), std::invalid_argument);
+  BOOST_CHECK_THROW(aw::parse_duration("99999999999999999999h"),
+                    std::invalid_argument);
+  try {
+    aw::parse_duration("116000d");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string{e.what()}.find("maximum of 36500d")
+               != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(empty_file_gives_defaults_and_the_default_queue) {
