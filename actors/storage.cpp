@@ -11,11 +11,15 @@ namespace aw {
 
 namespace {
 
-/// The connection broke or was refused: the statement may or may not have
-/// committed, and retrying later is the remedy.
+/// The connection broke or was refused (for now, or until someone fixes
+/// the URL or the password): the statement may or may not have committed,
+/// and retrying later is the remedy. Outcomes are never given up for it.
 bool unavailable(const caf::error& err) {
-  return err.category() == error_category_atom
-         && static_cast<ec>(err.code()) == ec::database_unavailable;
+  if (err.category() != error_category_atom)
+    return false;
+  auto code = static_cast<ec>(err.code());
+  return code == ec::database_unavailable
+         || code == ec::database_misconfigured;
 }
 
 /// A backend result as a reply, its error logged at ERROR on the way.

@@ -209,8 +209,13 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
           },
           [self](caf::error& err) {
             auto& st = self->state;
+            // An outdated schema or a URL the server refuses for good
+            // (wrong password, unknown database) is for the operator to
+            // fix: end the node instead of retrying.
             if (err.category() == error_category_atom
-                && static_cast<ec>(err.code()) == ec::schema_outdated) {
+                && (static_cast<ec>(err.code()) == ec::schema_outdated
+                    || static_cast<ec>(err.code())
+                         == ec::database_misconfigured)) {
               spdlog::critical("{}", render(err));
               self->quit(err);
               return;

@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
     return exit_failure;
   } catch (const std::exception& e) {
     auto code = aw::storage::classify(e);
+    if (code == aw::ec::database_misconfigured) {
+      spdlog::error("invalid configuration: database.url: the server refused "
+                    "the connection: {}",
+                    aw::storage::one_line(e));
+      return exit_usage;
+    }
     if (code == aw::ec::database_unavailable) {
       spdlog::error("cannot reach the database: {}",
                     aw::storage::one_line(e));

@@ -21,6 +21,8 @@ const char* to_string(ec code) {
       return "callback_not_waiting";
     case ec::follow_up_failed:
       return "follow_up_failed";
+    case ec::database_misconfigured:
+      return "database_misconfigured";
   }
   return "unknown_error";
 }

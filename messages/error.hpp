@@ -31,6 +31,11 @@ enum class ec : uint8_t {
   /// A follow-up enqueue failed (its callable threw or its INSERT failed);
   /// the transition it belonged to was rolled back.
   follow_up_failed,
+  /// The server answered but refused the connection for a reason a retry
+  /// cannot fix: a malformed database URL, a wrong password, an unknown
+  /// role or database. A configuration error: the CLI exits 2 and `run`
+  /// stops instead of retrying.
+  database_misconfigured,
 };
 
 /// The category atom under which CAF carries our codes.

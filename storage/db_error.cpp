@@ -1,12 +1,45 @@
 #include "actor_worker/storage/db_error.hpp"
 
+#include <regex>
+
 #include <pqxx/except>
 
 namespace aw::storage {
 
+namespace {
+
+/// libpq's words for a connection that no retry will fix (connection
+/// failures carry no SQLSTATE in libpqxx 6, only libpq's message).
+bool refused_for_good(const std::string& message) {
+  static const char* const phrases[] = {
+    "password authentication failed",
+    "no password supplied",
+    "authentication failed for user",
+    "does not exist", // database "x" / role "x" does not exist
+    "invalid connection string",
+    "invalid URI",
+    "missing \"=\" after",
+    "end of string reached when looking for matching",
+    "unexpected spaces found",
+    "invalid integer value",
+    "invalid port number",
+    "invalid sslmode value",
+    "unrecognized URI query parameter",
+    "invalid connection option",
+  };
+  for (auto* p : phrases)
+    if (message.find(p) != std::string::npos)
+      return true;
+  return false;
+}
+
+} // namespace
+
 ec classify(const std::exception& e) {
-  if (dynamic_cast<const pqxx::broken_connection*>(&e)
-      || dynamic_cast<const pqxx::in_doubt_error*>(&e))
+  if (auto broken = dynamic_cast<const pqxx::broken_connection*>(&e))
+    return refused_for_good(broken->what()) ? ec::database_misconfigured
+                                            : ec::database_unavailable;
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&e))
     return ec::database_unavailable;
   if (auto sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
     const auto& state = sql->sqlstate();
@@ -21,8 +54,18 @@ ec classify(const std::exception& e) {
   return ec::database_error;
 }
 
+std::string redact_secrets(std::string text) {
+  // scheme://user:PASSWORD@ (the password ends at the last '@' before the
+  // host part, as libpq reads it) and password=VALUE (quoted or not).
+  static const std::regex url_password{R"(([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']*:)[^\s"']*@)"};
+  static const std::regex keyword_password{R"((password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s"']+))",
+                                           std::regex::icase};
+  text = std::regex_replace(text, url_password, "$1***@");
+  return std::regex_replace(text, keyword_password, "$1***");
+}
+
 std::string one_line(const std::exception& e) {
-  std::string text = e.what();
+  std::string text = redact_secrets(e.what());
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
     text.pop_back();
   for (auto& c : text)

@@ -9,12 +9,20 @@
 
 namespace aw::storage {
 
+/// ec::database_misconfigured for a connection the server or libpq refuses
+/// for good (malformed URL, wrong password, unknown role or database);
 /// ec::database_unavailable for a lost or refused connection, a server
 /// shutting down or a commit whose outcome is unknown; ec::database_error
 /// for anything else.
 ec classify(const std::exception& e);
 
-/// The exception's message on one line, without libpq's trailing newline.
+/// `text` with the passwords of connection strings masked: the password of
+/// a URL (`scheme://user:***@host`) and a `password=***` keyword. libpq
+/// quotes a malformed URL whole in its error message.
+std::string redact_secrets(std::string text);
+
+/// The exception's message on one line, without libpq's trailing newline,
+/// secrets redacted (redact_secrets).
 std::string one_line(const std::exception& e);
 
 /// classify() and one_line() as a CAF error, prefixed with `what_failed`.

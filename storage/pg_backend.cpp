@@ -105,7 +105,7 @@ private:
     try {
       return fn();
     } catch (const std::exception& e) {
-      if (classify(e) == ec::database_unavailable)
+      if (classify(e) != ec::database_error)
         store_.disconnect();
       return to_error(e, what);
     }

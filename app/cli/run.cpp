@@ -54,6 +54,11 @@ int run_worker(const runtime_config& cfg) {
     if (auto ended = rt.wait_for(std::chrono::milliseconds{0})) {
       if (*ended) {
         spdlog::critical("worker stopped: {}", aw::render(*ended));
+        // A URL the server refuses for good is a configuration error.
+        if (ended->category() == aw::error_category_atom
+            && static_cast<aw::ec>(ended->code())
+                 == aw::ec::database_misconfigured)
+          return exit_usage;
         return exit_failure;
       }
       return exit_ok;

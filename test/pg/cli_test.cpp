@@ -247,6 +247,33 @@ BOOST_AUTO_TEST_CASE(job_input_the_queue_would_trip_over_is_refused_with_exit_2)
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_the_password) {
+  aw::test::fresh_database db;
+  auto base = db.url.substr(0, db.url.rfind('/'));
+  // An unknown database or role: a configuration error, not "unreachable".
+  auto r = aw::test::run_binary("jobs show 1", base + "/no_such_database");
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "invalid configuration: database.url"));
+  BOOST_TEST(contains(r.err, "does not exist"));
+  auto at = base.find("postgres@");
+  BOOST_REQUIRE(at != std::string::npos);
+  auto ghost = base.substr(0, at) + "ghost@" + base.substr(at + 9) + "/postgres";
+  r = aw::test::run_binary("jobs show 1", ghost);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "role \"ghost\" does not exist"));
+  // A malformed URL: libpq quotes it, password and all; the message masks it.
+  r = aw::test::run_binary("jobs show 1", "postgresql://user:SECRET@[::1/db");
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(!contains(r.err, "SECRET"), r.err);
+  BOOST_TEST(contains(r.err, "user:***@"), r.err);
+  // `run` stops at once instead of retrying forever.
+  auto started = std::chrono::steady_clock::now();
+  r = aw::test::run_binary("run", base + "/no_such_database");
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(!contains(r.out + r.err, "SECRET"));
+  BOOST_TEST((std::chrono::steady_clock::now() - started < std::chrono::seconds{20}));
+}
+
 BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
   aw::test::fresh_database db;
   aw::insert_options opts;
