@@ -19,12 +19,17 @@ listener_behavior(listener_pointer self, std::string url,
     [self](listen_atom) {
       auto& st = self->state;
       try {
-        bool reconnecting = !st.conn->connected();
+        bool connecting = !st.conn->connected();
         st.conn->connect();
-        if (reconnecting && st.reconnect_backoff.failures() > 0) {
-          spdlog::info("listener: listening again after {} failed attempt(s)",
-                       st.reconnect_backoff.failures());
-          // NOTIFYs sent while we were away are lost: look everywhere.
+        if (connecting) {
+          if (st.reconnect_backoff.failures() > 0)
+            spdlog::info("listener: listening again after {} failed "
+                         "attempt(s)",
+                         st.reconnect_backoff.failures());
+          // NOTIFYs sent before LISTEN took effect (while starting, or
+          // while the connection was away) were never heard: a job
+          // enqueued between the pollers' first claim and now would
+          // otherwise wait for the idle poll. Look everywhere once.
           self->send(st.wake_target, wake_atom::value, std::string{});
         }
         st.reconnect_backoff.reset();

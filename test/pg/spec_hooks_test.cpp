@@ -225,7 +225,7 @@ BOOST_AUTO_TEST_CASE(hooks_of_typed_handler_kinds_fire_for_every_event_with_the_
   for (auto& kind : kinds) {
     reg->on_event<invoice>(kind, [&](const aw::typed_event<invoice>& e) {
       std::lock_guard<std::mutex> guard{mtx};
-      typed.push_back({e.type, e.job_id(), e.attempt(), e.args});
+      typed.push_back({e.type, e.job_id(), e.attempt, e.args});
     });
     reg->on_event_kind(kind, log.hook());
   }
