@@ -33,7 +33,9 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("actor-worker"));
 
   CLI::App app{"actor-worker: durable background jobs on PostgreSQL"};
-  app.require_subcommand(1);
+  // One command; none, or an unknown one, is reported below by name.
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string{"actor-worker "} + AW_VERSION);
   // Global options may also follow the subcommand: `actor-worker run --config x`.
   app.fallthrough();
   common_options common;
@@ -58,8 +60,8 @@ int main(int argc, char** argv) {
   enqueue_cmd->add_option("--priority", enq.priority,
                           "lower runs first (default 0)");
   enqueue_cmd->add_option("--max-attempts", enq.max_attempts,
-                          "run at most N times")
-    ->check(CLI::PositiveNumber);
+                          "run at most N times (1 to 1000000)")
+    ->check(CLI::Range(1, aw::defaults::max_attempts_limit));
   enqueue_cmd->add_option("--delay", enq.delay,
                           "run after SECONDS (or a duration: 500ms, 2m)");
   enqueue_cmd->add_flag("--unique", enq.unique,
@@ -84,7 +86,8 @@ int main(int argc, char** argv) {
   int64_t limit = 100;
   std::string dlq_queue;
   auto* dlq_list_cmd = dlq_cmd->add_subcommand("list", "list dead letters");
-  dlq_list_cmd->add_option("--limit", limit, "at most N rows (default 100)");
+  dlq_list_cmd->add_option("--limit", limit, "at most N rows (default 100)")
+    ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
   dlq_list_cmd->add_option("--queue", dlq_queue, "only this queue");
   dlq_list_cmd->add_flag("--json", json, "a JSON array");
 
@@ -111,10 +114,32 @@ int main(int argc, char** argv) {
     sub->callback([&callback_action, name] { callback_action = name; });
   }
 
+  auto commands = [&] {
+    std::string names;
+    for (auto* sub : app.get_subcommands({}))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    return names;
+  };
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    // A word where a command belongs: say which, and what would do.
+    auto extras = app.remaining();
+    if (app.get_subcommands().empty() && !extras.empty()
+        && extras.front().rfind("-", 0) != 0) {
+      std::cerr << "unknown command '" << extras.front()
+                << "' (commands: " << commands()
+                << "); run with --help for more information" << std::endl;
+      return exit_usage;
+    }
+    return app.exit(CLI::ExtrasError(extras)) == 0 ? exit_ok : exit_usage;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? exit_ok : exit_usage;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cerr << "no command given (commands: " << commands()
+              << "); run with --help for more information" << std::endl;
+    return exit_usage;
   }
   spdlog::set_level(spdlog::level::from_str(common.log_level));
 

@@ -37,6 +37,11 @@ constexpr std::chrono::milliseconds max_duration = 36'500 * 24h;
 /// logs, tables and metrics, not payloads.
 constexpr size_t max_name_length = 200;
 
+/// The largest max_attempts a job may have (and the bound of its attempt
+/// and error counters in the schema, migrations/007_input_limits.sql), far
+/// from integer overflow.
+constexpr int max_attempts_limit = 1'000'000;
+
 /// Failed attempts before a job is dead-lettered: at most 21 runs.
 constexpr int max_retries = 20;
 

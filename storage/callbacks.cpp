@@ -9,11 +9,9 @@
 
 namespace aw::storage {
 
-namespace {
-
 // The statements are storage/sql/callback_*.sql.
 
-bool is_uuid(const std::string& s) {
+bool is_callback_id(const std::string& s) {
   if (s.size() != 36)
     return false;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -23,8 +21,6 @@ bool is_uuid(const std::string& s) {
   }
   return true;
 }
-
-} // namespace
 
 callback_action parse_callback_action(const std::string& text) {
   if (text == "complete")
@@ -58,7 +54,7 @@ callback_resolution resolve_callback(pqxx::dbtransaction& tx,
                            callback_action action,
                            const nlohmann::json& payload,
                            const std::string& error_message) {
-  if (!is_uuid(callback_id))
+  if (!is_callback_id(callback_id))
     throw callback_error(ec::callback_not_found,
                          "'" + callback_id
                            + "' is not a callback id (expected a UUID such as "

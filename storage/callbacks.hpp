@@ -36,6 +36,10 @@ enum class callback_action : uint8_t {
   resume,
 };
 
+/// Whether `text` has the form of a callback id (a UUID such as
+/// 0b5e5c3e-6f1a-4c1e-9d7e-2a3b4c5d6e7f).
+bool is_callback_id(const std::string& text);
+
 /// Parses "complete", "fail", "retry" or "resume"; throws
 /// std::invalid_argument naming the text and the accepted actions.
 callback_action parse_callback_action(const std::string& text);

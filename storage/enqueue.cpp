@@ -49,10 +49,12 @@ void check_enqueue(const std::string& kind, const nlohmann::json& args,
   if (opts.delay.count() < 0 || opts.delay > aw::defaults::max_duration)
     throw std::invalid_argument("enqueue: the delay of kind '" + kind
                                 + "' must be between 0 and 36500 days");
-  if (opts.max_attempts && *opts.max_attempts < 1)
+  if (opts.max_attempts
+      && (*opts.max_attempts < 1 || *opts.max_attempts > aw::defaults::max_attempts_limit))
     throw std::invalid_argument("enqueue: max_attempts of kind '" + kind
-                                + "' must be at least 1, got "
-                                + std::to_string(*opts.max_attempts));
+                                + "' must be between 1 and "
+                                + std::to_string(aw::defaults::max_attempts_limit)
+                                + ", got " + std::to_string(*opts.max_attempts));
   if (opts.deadline
       && (opts.deadline->count() <= 0 || *opts.deadline > aw::defaults::max_duration))
     throw std::invalid_argument("enqueue: the deadline of kind '" + kind

@@ -19,6 +19,10 @@ namespace aw::cli {
 int resolve_callback(const runtime_config& cfg, const std::string& action,
                      const std::string& callback_id,
                      const std::string& payload_text) {
+  if (!aw::storage::is_callback_id(callback_id))
+    throw usage_error("CALLBACK_ID '" + callback_id
+                      + "' is not a callback id (expected a UUID such as "
+                        "0b5e5c3e-6f1a-4c1e-9d7e-2a3b4c5d6e7f)");
   nlohmann::json payload;
   if (!payload_text.empty()) {
     try {

@@ -3,23 +3,30 @@
 -- charged a failed attempt and rescheduled with the usual backoff, or
 -- dead-lettered when it was its last. SKIP LOCKED makes it safe on every
 -- node at once. Deadlines are enforced by the node that runs the job
--- (from the moment its handler starts), so they need no rescue here.
+-- (from the moment its handler starts), so they need no rescue here. A
+-- running row without a lease time, or a waiting one without a timeout
+-- (only plain SQL makes them), counts as expired: it would otherwise block
+-- its ordering key forever.
 WITH stale AS (
   SELECT id, r.reason,
          CASE r.reason
            WHEN 'expired_callback'
            THEN 'callback expired: no callback for ' || coalesce(callback_id::text, '?')
-                || ' by ' || callback_timeout_at
+                || coalesce(' by ' || callback_timeout_at, ' (it had no timeout)')
            ELSE 'lease expired: worker ' || coalesce(locked_by, '?')
-                || ' stopped heartbeating (last heartbeat at ' || locked_at || ')'
+                || coalesce(' stopped heartbeating (last heartbeat at '
+                            || locked_at || ')',
+                            ' holds it without a heartbeat time')
          END AS message
     FROM job_rows,
          LATERAL (SELECT CASE WHEN state = 'waiting_external'
                               THEN 'expired_callback'
                               ELSE 'stale_heartbeat' END AS reason) AS r
    WHERE (state = 'running'
-          AND locked_at < now() - make_interval(secs => $1::double precision))
-      OR (state = 'waiting_external' AND callback_timeout_at < now())
+          AND (locked_at IS NULL
+               OR locked_at < now() - make_interval(secs => $1::double precision)))
+      OR (state = 'waiting_external'
+          AND (callback_timeout_at IS NULL OR callback_timeout_at < now()))
    ORDER BY id
    LIMIT $3
    FOR UPDATE OF job_rows SKIP LOCKED

@@ -274,6 +274,28 @@ BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_t
   BOOST_TEST((std::chrono::steady_clock::now() - started < std::chrono::seconds{20}));
 }
 
+BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_a_message_that_says_what_and_version_exits_0) {
+  aw::test::fresh_database db;
+  struct usage {
+    std::string args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<usage>{
+         {"frobnicate", "unknown command 'frobnicate' (commands: migrate, run,"},
+         {"", "no command given"},
+         {"dlq list --limit -1", "--limit: Value -1 not in range 1 to 1000000"},
+         {"enqueue --max-attempts 0 noop", "not in range 1 to 1000000"},
+         {"callback complete not-a-uuid", "CALLBACK_ID 'not-a-uuid' is not a callback id"}})
+    BOOST_TEST_CONTEXT(c.args) {
+      auto r = aw::test::run_binary(c.args, db.url);
+      BOOST_TEST(r.exit_code == 2);
+      BOOST_TEST(contains(r.err, c.says), r.err);
+    }
+  auto r = aw::test::run_binary("--version", db.url);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(contains(r.out, "actor-worker 0."), r.out);
+}
+
 BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
   aw::test::fresh_database db;
   aw::insert_options opts;
