@@ -6,6 +6,7 @@
 
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/error.hpp"
+#include "actor_worker/messages/printable.hpp"
 
 namespace aw {
 
@@ -22,11 +23,11 @@ void log_outcome(int64_t id, const job_outcome& outcome) {
                    outcome.delay_ms);
       break;
     case outcome_kind::cancelled:
-      spdlog::info("job {} cancelled: {}", id, outcome.message);
+      spdlog::info("job {} cancelled: {}", id, printable(outcome.message));
       break;
     default:
       spdlog::warn("job {} failed ({}): {}", id, to_string(outcome.kind),
-                   outcome.message);
+                   printable(outcome.message));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/messages/error.hpp"
+#include "actor_worker/messages/printable.hpp"
 
 namespace aw {
 
@@ -58,11 +59,11 @@ void rescue(maintenance_pointer self) {
     .then(
       [self](const std::vector<rescued_job>& rescued) {
         for (auto& r : rescued)
-          spdlog::warn("rescued job {} ({}, {}){}: {}", r.id, r.kind,
+          spdlog::warn("rescued job {} ({}, {}){}: {}", r.id, printable(r.kind),
                        to_string(r.reason),
                        r.dead_lettered ? ", moved to the dead letter queue"
                                        : "",
-                       r.message);
+                       printable(r.message));
         next_rescue(self);
       },
       [self](caf::error&) {

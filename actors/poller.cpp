@@ -103,11 +103,20 @@ void expire_drain(poller_pointer self) {
   maybe_finish_drain(self);
 }
 
+/// The drain budget ran out while claims were in flight: once the last is
+/// back (its jobs handed back unstarted), release the running jobs.
+void expire_if_overdue(poller_pointer self) {
+  auto& st = self->state;
+  if (st.phase == poller_phase::drain_overdue && st.claims_in_flight == 0)
+    expire_drain(self);
+}
+
 /// Answers the drain request once nothing runs, no claim is in flight and
 /// every release got its reply.
 void maybe_finish_drain(poller_pointer self) {
   auto& st = self->state;
   bool awaited = st.phase == poller_phase::draining
+                 || st.phase == poller_phase::drain_overdue
                  || st.phase == poller_phase::drain_expired;
   if (!awaited || !st.running.empty() || st.claims_in_flight > 0
       || st.releases_in_flight > 0)
@@ -252,6 +261,7 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     for (auto& job : result.jobs)
       jobs.push_back(held(job.id, job.batch_id, now));
     release_during_drain(self, std::move(jobs), false);
+    expire_if_overdue(self);
     maybe_finish_drain(self);
     return;
   }
@@ -299,6 +309,7 @@ void on_claim_failed(poller_pointer self, int limit, int64_t budget,
   st.claiming_rows -= limit;
   st.claiming_bytes -= budget;
   if (st.phase != poller_phase::running) {
+    expire_if_overdue(self);
     maybe_finish_drain(self);
     return;
   }
@@ -462,6 +473,12 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
           ++st.stale;
         else if (r.kind == outcome_kind::completed)
           ++st.completed;
+        else if (r.kind == outcome_kind::snoozed)
+          ++st.snoozed;
+        else if (r.kind == outcome_kind::cancelled)
+          ++st.cancelled;
+        else if (r.kind == outcome_kind::waiting_callback)
+          ++st.parked;
         else
           ++st.failed;
       }
@@ -524,7 +541,7 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
     },
     [self](report_atom) {
       auto& st = self->state;
-      if (st.completed + st.failed + st.stale > 0) {
+      if (st.reported() > 0) {
         // Claim round trips of the interval: p50 and p99 (ms).
         auto pct = [&](double q) {
           if (st.claim_rtts.empty())
@@ -536,14 +553,17 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         };
         auto p50 = pct(0.5);
         auto p99 = pct(0.99);
-        spdlog::info("queue {}: {} completed, {} failed, {} no longer ours in "
-                     "the last {} s; {} running, {} buffered; {} claim(s), "
+        spdlog::info("queue {}: {} completed, {} failed, {} snoozed, {} "
+                     "cancelled, {} waiting for a callback, {} no longer ours "
+                     "in the last {} s; {} running, {} buffered; {} claim(s), "
                      "round trip p50 {:.1f} ms, p99 {:.1f} ms",
-                     st.cfg.queue, st.completed, st.failed, st.stale,
+                     st.cfg.queue, st.completed, st.failed, st.snoozed,
+                     st.cancelled, st.parked, st.stale,
                      st.cfg.report_interval.count() / 1000, st.running.size(),
                      st.buffer.size(), st.claim_rtts.size(), p50, p99);
       }
-      st.completed = st.failed = st.stale = 0;
+      st.completed = st.failed = st.snoozed = st.cancelled = st.parked
+        = st.stale = 0;
       st.claim_rtts.clear();
       if (st.phase == poller_phase::running)
         self->delayed_send(self, st.cfg.report_interval, report_atom::value);
@@ -599,7 +619,12 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         arm_idle_timer(self);
     },
     [self](drained_atom) {
-      if (self->state.phase == poller_phase::draining)
+      auto& st = self->state;
+      if (st.phase != poller_phase::draining)
+        return;
+      if (st.claims_in_flight > 0)
+        st.phase = poller_phase::drain_overdue; // expire_drain when back
+      else
         expire_drain(self);
     },
   };

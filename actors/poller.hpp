@@ -172,6 +172,10 @@ enum class poller_phase : uint8_t {
   /// Shutting down: no claims, running jobs get the drain budget; the drain
   /// request waits for its reply.
   draining,
+  /// The drain budget ran out while a claim was in flight: its statement
+  /// may run after a release commits and take the released jobs again, so
+  /// the running jobs are released once the claims are back.
+  drain_overdue,
   /// The drain budget ran out: what still runs is released.
   drain_expired,
   /// The drain request got its reply: nothing runs, nothing is claimed.
@@ -249,10 +253,18 @@ struct poller_state {
   backoff claim_backoff;
   /// Delay of the next quick re-claim while jobs wait behind the fence.
   std::chrono::milliseconds fence_retry{0};
-  /// Outcomes since the last activity report.
+  /// Outcomes since the last activity report, by what became of the job:
+  /// a snooze, a cancel or a parked job is not a failure.
   uint64_t completed = 0;
   uint64_t failed = 0;
+  uint64_t snoozed = 0;
+  uint64_t cancelled = 0;
+  uint64_t parked = 0;
   uint64_t stale = 0;
+
+  uint64_t reported() const {
+    return completed + failed + snoozed + cancelled + parked + stale;
+  }
   /// Handlers that ran to an outcome (the exit log reports it: benchmarks
   /// check every job ran exactly once).
   uint64_t handlers_run = 0;

@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/messages/printable.hpp"
+
 namespace aw {
 
 namespace {
@@ -149,11 +151,12 @@ void registry::run_hooks(const event& e) const {
       fn(e);
     } catch (const std::exception& ex) {
       spdlog::error("hook #{} of kind '{}' threw on {} of job {}: {}", n,
-                    e.kind, to_string(e.type), e.job_id(), ex.what());
+                    printable(e.kind), to_string(e.type), e.job_id(),
+                    printable(ex.what()));
     } catch (...) {
       spdlog::error("hook #{} of kind '{}' threw a non-standard exception on "
                     "{} of job {}",
-                    n, e.kind, to_string(e.type), e.job_id());
+                    n, printable(e.kind), to_string(e.type), e.job_id());
     }
   }
 }

@@ -33,6 +33,10 @@ constexpr std::chrono::milliseconds poll_interval = 1s;
 /// and `now() + interval` representable, and no queue waits a century.
 constexpr std::chrono::milliseconds max_duration = 36'500 * 24h;
 
+/// The largest configuration file read (a cluster file of many nodes fits
+/// many times over); anything larger is refused rather than read whole.
+constexpr size_t max_config_bytes = 1024 * 1024;
+
 /// The longest kind or queue name, in bytes: names are identifiers shown in
 /// logs, tables and metrics, not payloads.
 constexpr size_t max_name_length = 200;

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cmath>
+#include <map>
 #include <set>
 #include <cctype>
 #include <fstream>
@@ -26,6 +27,26 @@ std::string where(const std::string& source, const toml::node& node,
 std::string where(const std::string& source, const toml::table& table,
                   const std::string& key) {
   return where(source, static_cast<const toml::node&>(table), key);
+}
+
+/// The value of `key` in `t` when the file sets it, else the table: where
+/// an error about that key points.
+const toml::node& at(const toml::table& t, const char* key) {
+  if (auto node = t.get(key))
+    return *node;
+  return t;
+}
+
+/// Every key the file sets, by its full name ("worker.poll_interval"), for
+/// errors found after reading (cross-key checks) to point at their line.
+void index_keys(const toml::table& t, const std::string& prefix,
+                std::map<std::string, const toml::node*>& out) {
+  for (auto&& [key, value] : t) {
+    auto name = prefix + std::string{key.str()};
+    out[name] = &value;
+    if (value.is_table())
+      index_keys(*value.as_table(), name + ".", out);
+  }
 }
 
 /// Rejects keys of `table` that are not in `known`.
@@ -342,9 +363,11 @@ runtime_config parse_config(const std::string& toml_text,
     read_size(source, *w, p, "local_queue_bytes",
               cfg.worker.local_queue_bytes, 1);
     if (cfg.worker.node.empty())
-      throw config_error(where(source, *w, p + "node") + ": must not be empty");
+      throw config_error(where(source, at(*w, "node"), p + "node")
+                         + ": must not be empty");
     if (cfg.worker.poll_interval.count() <= 0)
-      throw config_error(where(source, *w, p + "poll_interval")
+      throw config_error(where(source, at(*w, "poll_interval"),
+                               p + "poll_interval")
                          + ": must be greater than 0");
   }
   if (auto sc = sub_table(source, root, "scheduler", "")) {
@@ -381,18 +404,33 @@ runtime_config parse_config(const std::string& toml_text,
   try {
     cfg.validate();
   } catch (const config_error& e) {
-    throw config_error(source + ": " + e.what());
+    // validate()'s messages start with the key they are about: point at
+    // its line when the file sets it.
+    std::string message = e.what();
+    auto key = message.substr(0, message.find(' '));
+    std::map<std::string, const toml::node*> keys;
+    index_keys(root, "", keys);
+    if (auto i = keys.find(key); i != keys.end())
+      throw config_error(where(source, *i->second, key) + ": " + message);
+    throw config_error(source + ": " + message);
   }
   return cfg;
 }
 
 runtime_config load_config(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in)
     throw config_error(path + ": cannot open the configuration file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_config(buf.str(), path);
+  // Read at most the limit and one byte more: a device such as /dev/zero,
+  // or a file given by mistake, must not fill the memory.
+  std::string text(defaults::max_config_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > defaults::max_config_bytes)
+    throw config_error(path + ": the configuration file is larger than "
+                       + std::to_string(defaults::max_config_bytes / 1024)
+                       + " KiB; is it the right file?");
+  return parse_config(text, path);
 }
 
 runtime_config resolve_config(const config_sources& sources) {

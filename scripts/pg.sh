@@ -7,6 +7,10 @@
 #                                  (PG_FRESH=1: start from an empty cluster)
 #   scripts/pg.sh stop DIR         fast shutdown
 #   scripts/pg.sh url PORT         the URL to connect to it
+#
+# As root, when the postgres user cannot reach DIR (a checkout in root's
+# mode-700 home, the first place a root user clones to), the cluster lives
+# in /tmp/aw-pg-<hash of DIR> instead; start and stop agree on it.
 set -euo pipefail
 
 pgbin() {
@@ -21,14 +25,35 @@ as_pg() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# Where the cluster of DIR really lives (see above).
+cluster_dir() {
+  local dir=$1
+  if [ "$(id -u)" = 0 ]; then
+    mkdir -p "$dir"
+    if ! runuser -u postgres -- test -x "$dir" 2>/dev/null; then
+      echo "/tmp/aw-pg-$(cd "$dir" && pwd -P | sha256sum | cut -c1-16)"
+      return
+    fi
+  fi
+  echo "$dir"
+}
+
 cmd=${1:-}
 case "$cmd" in
   start)
-    dir=$2 port=$3
+    dir=$(cluster_dir "$2") port=$3
     bin=$(pgbin)
     [ -n "$bin" ] || { echo "pg.sh: no PostgreSQL server binaries found (apt-get install postgresql)" >&2; exit 1; }
     if [ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
-      exit 0  # already running (a previous run was interrupted)
+      # Already running (a previous run was interrupted): reuse it only on
+      # the port asked for; never take over a server someone runs elsewhere.
+      running_port=$(sed -n 4p "$dir/data/postmaster.pid")
+      if [ "$running_port" != "$port" ]; then
+        echo "pg.sh: a server already runs in $dir on port $running_port, not $port;" \
+             "stop it (scripts/pg.sh stop $2) or use its port" >&2
+        exit 1
+      fi
+      exit 0
     fi
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown postgres "$dir"
@@ -42,7 +67,7 @@ case "$cmd" in
       || { tail -n 20 "$dir/server.log" >&2; exit 1; }
     ;;
   stop)
-    dir=$2
+    dir=$(cluster_dir "$2")
     bin=$(pgbin)
     [ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
     ;;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's run command: installs the dependencies, builds, starts a
 # local throwaway PostgreSQL (unless DATABASE_URL is set), applies the
-# migrations, enqueues a few demo jobs and runs a worker with
-# examples/worker.toml. Ctrl-C stops it gracefully (and the database).
+# migrations, enqueues a few demo jobs (NO_DEMO_JOBS=1 skips them) and runs
+# a worker with examples/worker.toml. Ctrl-C stops the worker gracefully;
+# the database keeps running so the jobs can be looked at, and the script
+# says how to stop it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,13 +16,21 @@ if [ -z "${DATABASE_URL:-}" ]; then
   PGDIR=${PGDIR:-/tmp/actor-worker-pg}
   PGPORT=${PGPORT:-54320}
   PG_FRESH=1 scripts/pg.sh start "$PGDIR" "$PGPORT"
-  trap 'scripts/pg.sh stop "$PGDIR"' EXIT
   export DATABASE_URL=$(scripts/pg.sh url "$PGPORT")
-  echo "run.sh: throwaway PostgreSQL on 127.0.0.1:$PGPORT (data in $PGDIR)" >&2
+  echo "run.sh: throwaway PostgreSQL at $DATABASE_URL (data in $PGDIR)" >&2
+  # After the worker: the jobs stay there to look at.
+  trap 'echo "run.sh: the database keeps running at $DATABASE_URL:" \
+             "try  DATABASE_URL=$DATABASE_URL $BIN dlq list  or" \
+             "psql $DATABASE_URL -c \"SELECT id, kind, state FROM jobs\";" \
+             "stop it with  scripts/pg.sh stop $PGDIR" >&2' EXIT
 fi
 
 "$BIN" migrate
-if [ -z "${NO_DEMO_JOBS:-}" ]; then
+case "${NO_DEMO_JOBS:-0}" in
+  0 | false | no | "") demo=1 ;;
+  *) demo=0 ;;
+esac
+if [ "$demo" = 1 ]; then
   echo "run.sh: enqueueing demo jobs" >&2
   for i in 1 2 3; do "$BIN" enqueue noop >/dev/null; done
   "$BIN" enqueue sleep '{"ms": 1500}' >/dev/null

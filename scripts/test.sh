@@ -19,6 +19,6 @@ if grep -qE "\*\*\*Skipped|Not Run" "$log"; then
   exit 1
 fi
 passed=$(grep -cE "Test +#[0-9]+: .* Passed" "$log" || true)
-failed=$(grep -cE "Test +#[0-9]+: .* \*\*\*(Failed|Timeout|Exception)" "$log" || true)
+failed=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)" "$log" || true)
 echo "ctest: $passed passed, $failed failed"
 exit "$status"

@@ -31,7 +31,7 @@ const std::vector<required_table>& required_schema() {
     {"dead_letter_jobs",
      {"id", "original_job_id", "kind", "queue", "args", "priority", "attempt",
       "max_attempts", "error_count", "last_error_message", "created_at",
-      "failed_at", "metadata", "tags"}},
+      "failed_at", "metadata", "tags", "callback_id"}},
   };
   return tables;
 }

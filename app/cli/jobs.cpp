@@ -16,10 +16,16 @@ int show_job(const runtime_config& cfg, int64_t id, bool json) {
   auto row = aw::storage::job_json(conn, id);
   if (!row) {
     if (auto dead = aw::storage::dead_letter_for_job_json(conn, id)) {
-      std::cerr << "job " << id
-                << " is no longer in the jobs table: it was moved to the dead "
-                   "letter queue:\n"
-                << nlohmann::json::parse(*dead).dump(2) << "\n";
+      // Found, in the dead letter queue: its dead letter row (keys = the
+      // columns of dead_letter_jobs) with "state": "dead_lettered".
+      auto letter = nlohmann::json::parse(*dead);
+      letter["state"] = "dead_lettered";
+      if (!json)
+        std::cerr << "job " << id
+                  << " is no longer in the jobs table: it was moved to the "
+                     "dead letter queue\n";
+      std::cout << (json ? letter.dump() : letter.dump(2)) << std::endl;
+      return exit_ok;
     } else {
       std::cerr << "job " << id
                 << " not found in the jobs table (never enqueued, or deleted "

@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -73,6 +74,12 @@ struct storage_script {
   std::chrono::milliseconds rescue_delay{0};
   std::vector<caf::typed_response_promise<std::vector<rescued_job>>>
     delayed_rescues;
+  /// While claim_delay > 0, claims are answered that much later, with what
+  /// is due then (as a statement that runs late would see it).
+  std::chrono::milliseconds claim_delay{0};
+  std::vector<std::function<void()>> delayed_claims;
+  /// Released jobs become due again (the backlog grows by them).
+  bool release_to_backlog = false;
   /// Maintenance's requests are answered only while true (the poller must
   /// never make them): what successive cleanups report deleted (then 0),
   /// and how many cleanups and vacuums were asked for.
@@ -95,6 +102,7 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       s->claim_times.push_back(self->clock().now());
       if (s->fail_claims)
         return aw::make_error(aw::ec::database_unavailable, "stub: down");
+      auto take = [=]() {
       claim_result out;
       auto batch = s->lane_batches ? s->next_batch++ : 0;
       int64_t taken_bytes = 0;
@@ -120,6 +128,15 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         --s->backlog;
       }
       return out;
+      };
+      if (s->claim_delay.count() > 0) {
+        auto promise = self->make_response_promise<claim_result>();
+        s->delayed_claims.push_back(
+          [promise, take]() mutable { promise.deliver(take()); });
+        self->delayed_send(self, s->claim_delay, flush_atom::value);
+        return promise;
+      }
+      return take();
     },
     [=](finish_atom, const std::vector<job_outcome>& outcomes,
         poller_actor& poller) {
@@ -168,6 +185,8 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         s->released.push_back(j.id);
         s->released_started.push_back(started);
       }
+      if (s->release_to_backlog)
+        s->backlog += static_cast<int>(jobs.size());
       return static_cast<int64_t>(jobs.size());
     },
     [=](cleanup_atom) -> int64_t {
@@ -196,6 +215,10 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       for (auto& promise : s->delayed_rescues)
         promise.deliver(s->rescued);
       s->delayed_rescues.clear();
+      auto claims = std::move(s->delayed_claims);
+      s->delayed_claims.clear();
+      for (auto& answer : claims)
+        answer();
     },
   };
 }
@@ -213,6 +236,18 @@ public:
 
   void abandoned(int64_t id) override {
     abandoned_ids.push_back(id);
+  }
+
+  /// Ends the oldest held job with an outcome of `kind`.
+  void finish_with(outcome_kind kind) {
+    if (held.empty())
+      return;
+    auto [job, done] = std::move(held.front());
+    held.erase(held.begin());
+    job_outcome o;
+    o.job_id = job.id;
+    o.kind = kind;
+    done(o);
   }
 
   /// Completes the `n` oldest held jobs successfully.

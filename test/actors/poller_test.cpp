@@ -140,6 +140,51 @@ BOOST_AUTO_TEST_CASE(executors_are_reused_from_job_to_job) {
   BOOST_TEST(st.executors->size() == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(the_activity_report_counts_snoozes_cancels_and_parked_jobs_apart_from_failures) {
+  script->backlog = 5;
+  auto p = spawn_poller(5);
+  run();
+  BOOST_REQUIRE_EQUAL(running(), 5u);
+  for (auto kind : {outcome_kind::completed, outcome_kind::snoozed,
+                    outcome_kind::cancelled, outcome_kind::waiting_callback,
+                    outcome_kind::retryable_failure})
+    dispatcher->finish_with(kind);
+  run();
+  auto& st = caf::actor_cast<poller_pointer>(p)->state;
+  BOOST_TEST(st.completed == 1u);
+  BOOST_TEST(st.snoozed == 1u);
+  BOOST_TEST(st.cancelled == 1u);
+  BOOST_TEST(st.parked == 1u);
+  BOOST_TEST(st.failed == 1u);
+  BOOST_TEST(st.reported() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_in_flight_when_the_drain_runs_out_is_back_before_the_running_jobs_are_released) {
+  // Its statement could otherwise run after the release commits, take the
+  // released jobs again and hand them back a second time.
+  script->backlog = 2;
+  script->release_to_backlog = true;
+  auto p = spawn_poller(2, 1s, 100ms);
+  run();
+  BOOST_REQUIRE_EQUAL(running(), 2u);
+  script->claim_delay = 500ms;
+  caf::anon_send(p, wake_atom::value);
+  run();
+  BOOST_REQUIRE_EQUAL(script->delayed_claims.size(), 1u);
+  std::shared_ptr<int64_t> released = std::make_shared<int64_t>(-1);
+  auto client = sys->spawn([p, released](caf::event_based_actor* self) {
+    self->request(p, caf::infinite, drain_atom::value)
+      .then([released](int64_t n) { *released = n; });
+  });
+  spawned.push_back(client);
+  run();
+  advance(100ms); // the budget runs out; the claim is still out
+  BOOST_TEST(script->released.empty());
+  advance(400ms); // the claim is back (empty), then the running jobs go
+  BOOST_TEST(script->released.size() == 2u);
+  BOOST_TEST(*released == 2);
+}
+
 BOOST_AUTO_TEST_CASE(idle_poller_claims_every_poll_interval) {
   spawn_poller(4, 1s);
   run();

@@ -289,6 +289,23 @@ BOOST_AUTO_TEST_CASE(resolving_a_callback_twice_is_refused_as_not_waiting_and_ch
   BOOST_TEST(log.count(id, event_type::exhausted) == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(resolving_a_callback_that_failed_its_job_is_refused_as_already_resolved) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto& rt = node->rt();
+  auto [id, callback_id] = park(db, log);
+  auto failed = rt.fail_external(callback_id, "declined");
+  BOOST_TEST(failed.row.value("callback_id", std::string{}) == callback_id);
+  auto err = refused([&] { rt.complete_external(callback_id); });
+  BOOST_REQUIRE(err.has_value());
+  BOOST_TEST((err->code() == aw::ec::callback_not_waiting));
+  BOOST_TEST(contains(err->what(), "job " + std::to_string(id)), err->what());
+  BOOST_TEST(contains(err->what(), "state dead_lettered"), err->what());
+  BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(unknown_or_malformed_callback_id_is_refused_as_not_found) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
@@ -441,9 +458,11 @@ BOOST_AUTO_TEST_CASE(expired_callback_on_the_last_attempt_is_dead_lettered_with_
   BOOST_TEST((e.reason == aw::rescue_reason::expired_callback));
   BOOST_TEST(e.job.value("original_job_id", int64_t{0}) == id);
   auto cb = callback_id;
+  // A late resolution: the callback is known, its job is dead-lettered.
   auto err = refused([&] { node->rt().complete_external(cb); });
   BOOST_REQUIRE(err.has_value());
-  BOOST_TEST((err->code() == aw::ec::callback_not_found));
+  BOOST_TEST((err->code() == aw::ec::callback_not_waiting));
+  BOOST_TEST(contains(err->what(), "state dead_lettered"), err->what());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

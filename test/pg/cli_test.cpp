@@ -321,6 +321,21 @@ BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
   BOOST_TEST(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
 
+BOOST_AUTO_TEST_CASE(jobs_show_json_of_a_dead_lettered_job_prints_its_dead_letter) {
+  aw::test::fresh_database db;
+  auto id = db.scalar("INSERT INTO jobs (kind, state, locked_by, attempt) "
+                      "VALUES ('gone', 'running', 'w', 1) RETURNING id");
+  db.exec("WITH moved AS (DELETE FROM job_rows AS j WHERE id = "
+          + std::to_string(id) + " RETURNING j) "
+          "SELECT actor_worker_dead_letter(m.j, 'boom') FROM moved AS m");
+  auto r = aw::test::run_binary("jobs show --json " + std::to_string(id), db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  auto row = nlohmann::json::parse(r.out);
+  BOOST_TEST(row.value("state", std::string{}) == "dead_lettered");
+  BOOST_TEST(row.value("original_job_id", int64_t{0}) == id);
+  BOOST_TEST(row.value("last_error_message", std::string{}) == "boom");
+}
+
 BOOST_AUTO_TEST_CASE(jobs_show_of_a_missing_id_exits_1_with_a_clear_message) {
   aw::test::fresh_database db;
   auto r = aw::test::run_binary("jobs show 424242 --json", db.url);
@@ -369,10 +384,12 @@ BOOST_AUTO_TEST_CASE(dlq_list_json_prints_dead_letter_rows_newest_first) {
   auto none = aw::test::run_binary("dlq list --json --queue other", db.url);
   BOOST_REQUIRE_EQUAL(none.exit_code, 0);
   BOOST_TEST(nlohmann::json::parse(none.out) == nlohmann::json::array());
-  // jobs show points at the dead letter queue for a dead-lettered job.
+  // jobs show points at the dead letter queue for a dead-lettered job and
+  // prints its dead letter.
   auto show = aw::test::run_binary("jobs show " + std::to_string(first), db.url);
-  BOOST_TEST(show.exit_code == 1);
+  BOOST_TEST(show.exit_code == 0);
   BOOST_TEST(contains(show.err, "dead letter queue"));
+  BOOST_TEST(contains(show.out, "\"dead_lettered\""));
 }
 
 BOOST_AUTO_TEST_CASE(invalid_config_exits_2_naming_file_line_and_key) {

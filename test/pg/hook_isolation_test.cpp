@@ -15,9 +15,9 @@
 #include <vector>
 
 #include <pqxx/pqxx>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "log_capture.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
 #include "worker_node.hpp"
@@ -29,33 +29,9 @@ using aw::test::contains;
 
 namespace {
 
+using aw::test::log_capture;
+
 constexpr auto patience = std::chrono::seconds{60};
-
-/// Copies what the default logger writes into a ring buffer while alive.
-/// Create and destroy it while no node runs (sinks are not swapped under
-/// a logging thread).
-class log_capture {
-public:
-  log_capture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-
-  ~log_capture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-
-  /// Whether a captured line contains `text`.
-  bool has(const std::string& text) {
-    for (auto& line : sink_->last_formatted())
-      if (contains(line, text))
-        return true;
-    return false;
-  }
-
-private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
 
 struct customer_args {
   std::string customer;

@@ -22,13 +22,13 @@
 #include <vector>
 
 #include <pqxx/pqxx>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/messages/async.hpp"
 #include "actor_worker/messages/error.hpp"
 #include "actor_worker/storage/callbacks.hpp"
 #include "actor_worker/storage/job_store.hpp"
+#include "log_capture.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
 #include "worker_node.hpp"
@@ -45,6 +45,8 @@ using aw::test::step;
 using json = nlohmann::json;
 
 namespace {
+
+using aw::test::log_capture;
 
 constexpr auto patience = std::chrono::seconds{60};
 
@@ -109,32 +111,6 @@ struct gate_opener {
   ~gate_opener() {
     g.release();
   }
-};
-
-/// Copies what the default logger writes into a ring buffer while alive.
-/// Create and destroy it while no node runs (sinks are not swapped under a
-/// logging thread).
-class log_capture {
-public:
-  log_capture()
-    : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-
-  ~log_capture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-
-  bool has(const std::string& text) {
-    for (auto& line : sink_->last_formatted())
-      if (contains(line, text))
-        return true;
-    return false;
-  }
-
-private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
 };
 
 /// A job_store of another worker, for jobs the node under test must find

@@ -157,6 +157,26 @@ BOOST_AUTO_TEST_CASE(reclaim_window_below_three_heartbeats_is_rejected) {
                       "queues.default.deadline"));
 }
 
+BOOST_AUTO_TEST_CASE(every_error_points_at_the_line_of_its_key) {
+  // A cross-key check names the line of the key it is about.
+  auto msg = error_of("[worker]\nheartbeat_interval = \"30s\"\n"
+                      "reclaim_window = \"60s\"\n");
+  BOOST_TEST(contains(msg, "worker.toml:3: key 'worker.reclaim_window'"), msg);
+  // A value check points at the value, not at the [worker] header.
+  msg = error_of("[worker]\nnode = \"n1\"\npoll_interval = \"0\"\n");
+  BOOST_TEST(contains(msg, "worker.toml:3: key 'worker.poll_interval'"), msg);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_never_ends_is_refused_not_read_whole) {
+  try {
+    aw::load_config("/dev/zero");
+    BOOST_FAIL("/dev/zero was accepted");
+  } catch (const aw::config_error& e) {
+    BOOST_TEST(contains(e.what(), "/dev/zero: the configuration file is larger than 1024 KiB"),
+               e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(local_buffer_and_scheduler_keys_have_defaults_and_are_read) {
   auto defaults = aw::parse_config("", "worker.toml");
   BOOST_TEST(defaults.worker.local_queue_size == aw::defaults::local_queue_size);
