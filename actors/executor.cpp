@@ -6,30 +6,10 @@
 
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/error.hpp"
-#include "actor_worker/messages/printable.hpp"
 
 namespace aw {
 
 namespace {
-
-void log_outcome(int64_t id, const job_outcome& outcome) {
-  switch (outcome.kind) {
-    case outcome_kind::completed:
-      spdlog::debug("job {} completed in {} ms", id, outcome.duration_ms);
-      break;
-    case outcome_kind::snoozed:
-    case outcome_kind::waiting_callback:
-      spdlog::info("job {}: {} ({} ms)", id, to_string(outcome.kind),
-                   outcome.delay_ms);
-      break;
-    case outcome_kind::cancelled:
-      spdlog::info("job {} cancelled: {}", id, printable(outcome.message));
-      break;
-    default:
-      spdlog::warn("job {} failed ({}): {}", id, to_string(outcome.kind),
-                   printable(outcome.message));
-  }
-}
 
 /// Arms timers of asynchronous handlers from any thread; they fire on the
 /// executor as timer_atom messages.
@@ -80,6 +60,8 @@ void finish(executor_pointer self, job_outcome outcome) {
   outcome.batch_id = run.batch_id;
   outcome.attempt = run.attempt;
   outcome.observed = run.observed;
+  outcome.job_kind = std::move(run.kind);
+  outcome.queue = std::move(run.queue);
   if (outcome.kind != outcome_kind::abandoned) {
     outcome.duration_ms
       = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -92,8 +74,6 @@ void finish(executor_pointer self, job_outcome outcome) {
                           std::chrono::milliseconds{run.deadline_ms});
     }
   }
-  if (outcome.kind != outcome_kind::completed)
-    log_outcome(id, outcome);
   self->send(st.cfg.poller, done_atom::value, id, true, std::move(outcome));
 }
 
@@ -110,6 +90,8 @@ void start(executor_pointer self, claimed_job job) {
   run.attempt = job.attempt;
   run.observed = !job.started_row.empty();
   run.deadline_ms = job.deadline_ms;
+  run.kind = job.kind;
+  run.queue = job.queue;
   if (run.observed && st.cfg.hooks) {
     job_event e;
     e.type = event_type::started;

@@ -52,6 +52,9 @@ struct executor_run {
   int32_t attempt = 0;
   bool observed = false;
   int64_t deadline_ms = 0;
+  /// The job's kind and queue, handed on with the outcome for its log line.
+  std::string kind;
+  std::string queue;
   std::chrono::steady_clock::time_point started;
   cancellation_token cancel;
   /// The deadline passed before the handler returned.

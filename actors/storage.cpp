@@ -2,10 +2,13 @@
 
 #include <map>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/config/config.hpp"
 #include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/error.hpp"
+#include "actor_worker/messages/printable.hpp"
 
 namespace aw {
 
@@ -29,6 +32,36 @@ caf::result<T> logged(caf::expected<T>&& x) {
     return std::move(*x);
   spdlog::error("storage: {}", render(x.error()));
   return std::move(x.error());
+}
+
+/// Says in the log that a claim left jobs of kinds without a handler here
+/// for other workers: at most once a minute per queue and kind, with the
+/// count since the last time (a backlog of such jobs is set aside claim by
+/// claim).
+void log_set_aside(storage_state& st, const std::string& queue,
+                   const claim_result& r) {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& s : r.set_aside) {
+    auto [it, first] = st.set_aside.try_emplace({queue, s.kind});
+    auto& log = it->second;
+    log.unreported += s.count;
+    if (!first && now - log.logged_at < std::chrono::minutes{1})
+      continue;
+    spdlog::warn("queue '{}': {} job(s) of kind '{}' left available for "
+                 "other workers: no handler for that kind on this one (they "
+                 "wait for a worker that has one)",
+                 printable(queue), log.unreported, printable(s.kind));
+    log.logged_at = now;
+    log.unreported = 0;
+  }
+}
+
+/// A claim's result as a reply: errors logged, set-aside jobs reported.
+caf::result<claim_result> claimed(storage_state& st, const std::string& queue,
+                                  caf::expected<claim_result>&& x) {
+  if (x && !x->set_aside.empty())
+    log_set_aside(st, queue, *x);
+  return logged(std::move(x));
 }
 
 std::vector<job_outcome> pending_outcomes(const storage_state& st) {
@@ -58,6 +91,70 @@ void rescue_follow_ups(storage_pointer self,
                   render(err));
 }
 
+/// Where a failed job went, from the committed row of its transition: a
+/// dead letter row (it has original_job_id), or the job's row with the
+/// run_at of its next attempt.
+struct failure_destination {
+  bool dead_lettered = false;
+  std::string run_at = "a later time";
+};
+
+failure_destination destination_of(const storage::finish_report& r) {
+  failure_destination out;
+  if (!r.has_event)
+    return out;
+  out.dead_lettered = r.event.type == event_type::exhausted;
+  try {
+    auto row = nlohmann::json::parse(r.event.job_json);
+    if (row.contains("original_job_id"))
+      out.dead_lettered = true;
+    else if (auto i = row.find("run_at"); i != row.end() && i->is_string())
+      out.run_at = i->get<std::string>();
+  } catch (const std::exception&) {
+    // no row to read (a test's backend): the event type says enough
+  }
+  return out;
+}
+
+/// One log line for a recorded outcome: completions at INFO, retries (with
+/// when) at WARN, dead letters at ERROR. Names the job, its kind and queue
+/// (escaped), and the attempt.
+void log_recorded(const job_outcome& o, const storage::finish_report& r) {
+  auto job = fmt::format("job {} (kind '{}', queue '{}', attempt {})",
+                         o.job_id, printable(o.job_kind), printable(o.queue),
+                         o.attempt);
+  switch (o.kind) {
+    case outcome_kind::completed:
+      spdlog::info("{} completed in {} ms", job, o.duration_ms);
+      return;
+    case outcome_kind::snoozed:
+      spdlog::info("{} snoozed for {}", job,
+                   format_duration(std::chrono::milliseconds{o.delay_ms}));
+      return;
+    case outcome_kind::cancelled:
+      spdlog::info("{} cancelled: {}", job, printable(o.message));
+      return;
+    case outcome_kind::waiting_callback:
+      spdlog::info("{} waits for an external callback (timeout {})", job,
+                   format_duration(std::chrono::milliseconds{o.delay_ms}));
+      return;
+    case outcome_kind::terminal_failure:
+      spdlog::error("{} failed for good: {}; moved to the dead letter queue",
+                    job, printable(o.message));
+      return;
+    default: { // failures that may run again
+      auto to = destination_of(r);
+      if (to.dead_lettered)
+        spdlog::error("{} failed: {}; no attempts left: moved to the dead "
+                      "letter queue",
+                      job, printable(o.message));
+      else
+        spdlog::warn("{} failed: {}; retry at {}", job, printable(o.message),
+                     to.run_at);
+    }
+  }
+}
+
 /// What became of the outcomes pending[first .. first + count): reports to
 /// their pollers (one message per poller), events to the hooks.
 void deliver(storage_pointer self, size_t first, size_t count,
@@ -66,6 +163,9 @@ void deliver(storage_pointer self, size_t first, size_t count,
   std::map<caf::actor_addr, std::pair<poller_actor, std::vector<outcome_report>>>
     by_poller;
   std::vector<job_event> rescues;
+  // (Checked once: a drain of 100,000 jobs a second must not format 100,000
+  // lines nobody reads.)
+  bool log_info = spdlog::should_log(spdlog::level::info);
   for (size_t i = 0; i < count; ++i) {
     auto& p = st.pending[first + i];
     auto& r = reports[i];
@@ -73,6 +173,8 @@ void deliver(storage_pointer self, size_t first, size_t count,
       spdlog::warn("storage: outcome of job {} not recorded: the run is no "
                    "longer this worker's",
                    p.outcome.job_id);
+    else if (log_info || p.outcome.kind != outcome_kind::completed)
+      log_recorded(p.outcome, r);
     auto& entry = by_poller[p.poller.address()];
     entry.first = p.poller;
     entry.second.push_back({p.outcome.job_id, p.outcome.kind, r.result});
@@ -223,6 +325,8 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
             st.in_doubt = false;
             *st.unrecorded = 0;
             st.flush_backoff.reset();
+            if (!fused->second.set_aside.empty())
+              log_set_aside(st, req.queue, fused->second);
             return std::move(fused->second);
           }
           if (unavailable(fused.error())) {
@@ -237,7 +341,7 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         }
         flush(self);
       }
-      return logged(st.store->claim(req));
+      return claimed(st, req.queue, st.store->claim(req));
     },
     [self](heartbeat_atom, const std::vector<int64_t>& jobs,
            const std::vector<int64_t>& batches)

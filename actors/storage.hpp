@@ -12,7 +12,10 @@
 // keeps the batch and retries it with backoff; the outcomes are never
 // dropped.
 
+#include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,6 +52,13 @@ struct storage_state {
   bool flush_scheduled = false;
   /// Backoff of failed flushes.
   backoff flush_backoff;
+  /// Jobs set aside by claims (kinds without a handler here), per queue and
+  /// kind: when that was last logged and how many since.
+  struct set_aside_log {
+    std::chrono::steady_clock::time_point logged_at;
+    int64_t unreported = 0;
+  };
+  std::map<std::pair<std::string, std::string>, set_aside_log> set_aside;
 };
 
 using storage_pointer = storage_internal::stateful_pointer<storage_state>;

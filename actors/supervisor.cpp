@@ -149,16 +149,18 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
   st.cfg = std::move(cfg);
   auto opts = store_options(st.cfg);
   std::vector<std::string> observed;
+  std::optional<std::vector<std::string>> served;
   storage::follow_up_function follow_ups;
   if (auto reg = st.cfg.handlers) {
     observed = reg->observed_kinds();
+    served = reg->kinds();
     follow_ups = [reg](const job_event& e) {
       return reg->follow_ups(make_event(e));
     };
   }
   auto spawn_storage = [&] {
     std::shared_ptr<storage::backend> backend
-      = storage::make_pg_backend(opts, observed, follow_ups);
+      = storage::make_pg_backend(opts, observed, follow_ups, served);
     return self->spawn<caf::detached + caf::linked>(storage_behavior,
                                                     std::move(backend),
                                                     st.cfg.hooks);

@@ -93,7 +93,7 @@ public:
   bool contains(const std::string& kind) const;
 
   /// The registered kinds, sorted.
-  std::vector<std::string> kinds() const;
+  std::vector<std::string> kinds() const override;
 
   /// How `kind`'s handler runs.
   dispatch dispatch_of(const std::string& kind) const override;

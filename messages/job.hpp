@@ -58,6 +58,20 @@ typename Inspector::result_type inspect(Inspector& f, claimed_job& x) {
            x.max_attempts, x.metadata, x.deadline_ms, x.started_row);
 }
 
+/// Jobs of one kind that a claim left for other workers: this one has no
+/// handler for the kind.
+struct set_aside_jobs {
+  std::string kind;
+  int32_t priority = 0;
+  int64_t count = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, set_aside_jobs& x) {
+  return f(caf::meta::type_name("set_aside_jobs"), x.kind, x.priority,
+           x.count);
+}
+
 /// What one claim statement returned.
 struct claim_result {
   /// The claimed jobs, in claim order.
@@ -69,12 +83,15 @@ struct claim_result {
   /// The byte bound stopped the claim before its row limit: more jobs may
   /// be due.
   bool byte_bound = false;
+  /// Jobs of kinds this worker has no handler for, met on a lane and set
+  /// aside for workers that have one (migrations/008_known_kinds.sql).
+  std::vector<set_aside_jobs> set_aside;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claim_result& x) {
   return f(caf::meta::type_name("claim_result"), x.jobs, x.more_soon,
-           x.byte_bound);
+           x.byte_bound, x.set_aside);
 }
 
 /// How a run ended, as far as storage is concerned.
@@ -132,13 +149,16 @@ struct job_outcome {
   /// The job's kind has hooks or follow-ups: storage reads the committed
   /// row for its event.
   bool observed = false;
+  /// The job's kind and queue, for the log line of the recorded outcome.
+  std::string job_kind;
+  std::string queue;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
   return f(caf::meta::type_name("job_outcome"), x.job_id, x.batch_id,
            x.attempt, x.kind, x.message, x.delay_ms, x.duration_ms,
-           x.observed);
+           x.observed, x.job_kind, x.queue);
 }
 
 /// Why maintenance rescued a running job.

@@ -54,6 +54,10 @@ public:
   /// Runs the hooks of `e.kind`; never throws.
   virtual void run_hooks(const event& e) const = 0;
 
+  /// The kinds it can run: a worker claims only jobs of these (others wait
+  /// for a worker that runs them).
+  virtual std::vector<std::string> kinds() const = 0;
+
   /// Kinds with hooks or follow-ups: their transitions are read back as
   /// events.
   virtual std::vector<std::string> observed_kinds() const = 0;

@@ -120,6 +120,10 @@ void job_store::observe(const std::vector<std::string>& kinds) {
   observed_kinds_ = to_text_array_literal(kinds);
 }
 
+void job_store::serve(const std::vector<std::string>& kinds) {
+  served_kinds_ = to_text_array_literal(kinds);
+}
+
 job_store::job_store(job_store_options opts)
   : opts_(std::move(opts)), conn_(nullptr, &delete_connection) {
   // nop
@@ -176,7 +180,8 @@ namespace {
 /// something else (their kind): 'batch' (lane batch `id` was claimed: its
 /// jobs are read next), 'owned' (a fused finish still owned batch `id`),
 /// 'waiting' (due jobs wait behind an open transaction), 'bytes' (the byte
-/// bound stopped the claim).
+/// bound stopped the claim), 'set_aside' (`id` jobs of kind `args` were left
+/// for workers that run it).
 void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
                       claim_result& out, std::vector<int64_t>* batches,
                       std::unordered_set<int64_t>* owned) {
@@ -206,6 +211,19 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
           owned->insert(row[id].as<int64_t>());
       } else if (what == "bytes") {
         out.byte_bound = true;
+      } else if (what == "set_aside") {
+        // One row per kind and scan step: summed per kind and priority.
+        set_aside_jobs s{row[args].as<std::string>(),
+                         row[priority].as<int32_t>(), row[id].as<int64_t>()};
+        auto same = std::find_if(out.set_aside.begin(), out.set_aside.end(),
+                                 [&](const set_aside_jobs& x) {
+                                   return x.kind == s.kind
+                                          && x.priority == s.priority;
+                                 });
+        if (same != out.set_aside.end())
+          same->count += s.count;
+        else
+          out.set_aside.push_back(std::move(s));
       } else {
         out.more_soon = true;
       }
@@ -277,7 +295,8 @@ claim_result job_store::claim(const std::string& queue, int limit,
     pqxx::nontransaction tx(*conn_, "aw_claim");
     rows = tx.exec_prepared("aw_claim", queue, opts_.worker_id, limit,
                             max_bytes, default_deadline_ms, observed_kinds_,
-                            static_cast<int64_t>(opts_.fence_wait.count()));
+                            static_cast<int64_t>(opts_.fence_wait.count()),
+                            served_kinds_);
   }
   return read_batches(std::move(rows), queue, default_deadline_ms, nullptr);
 }
@@ -310,7 +329,7 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
       "aw_finish_and_claim", opts_.worker_id, to_array_literal(jobs),
       to_array_literal(batches), opts_.completed_retention.count() == 0, queue,
       limit, max_bytes, default_deadline_ms, observed_kinds_,
-      static_cast<int64_t>(opts_.fence_wait.count()), in_doubt);
+      static_cast<int64_t>(opts_.fence_wait.count()), in_doubt, served_kinds_);
   }
   std::unordered_set<int64_t> owned;
   auto claimed = read_batches(std::move(rows), queue, default_deadline_ms,

@@ -110,6 +110,11 @@ public:
   /// for those do claims and completions return the row.
   void observe(const std::vector<std::string>& kinds);
 
+  /// The kinds this worker runs: claims take only jobs of these and set
+  /// aside lane jobs of others for workers that run them. Never called:
+  /// every kind.
+  void serve(const std::vector<std::string>& kinds);
+
   /// Inserts the follow-ups of already committed transitions (rescues) in
   /// a transaction of their own.
   void enqueue_follow_ups(const std::vector<job_event>& events);
@@ -149,6 +154,8 @@ private:
   job_store_options opts_;
   /// Text array literal of the observed kinds ("{}" for none).
   std::string observed_kinds_ = "{}";
+  /// Text array literal of the served kinds; "" for every kind.
+  std::string served_kinds_;
   follow_up_function follow_ups_;
   // pqxx::connection is a typedef (not forward-declarable) and its base has
   // no virtual destructor: the deleter, defined in the .cpp, knows the type.

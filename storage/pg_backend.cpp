@@ -116,11 +116,14 @@ private:
 
 } // namespace
 
-std::unique_ptr<backend> make_pg_backend(job_store_options opts,
-                                         std::vector<std::string> observed_kinds,
-                                         follow_up_function follow_ups) {
+std::unique_ptr<backend>
+make_pg_backend(job_store_options opts, std::vector<std::string> observed_kinds,
+                follow_up_function follow_ups,
+                std::optional<std::vector<std::string>> served_kinds) {
   auto out = std::make_unique<pg_backend>(std::move(opts));
   out->store().observe(observed_kinds);
+  if (served_kinds)
+    out->store().serve(*served_kinds);
   out->store().set_follow_ups(std::move(follow_ups));
   return out;
 }

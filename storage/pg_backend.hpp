@@ -4,6 +4,7 @@
 // connection is dropped so the next call reconnects.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,11 @@ namespace aw::storage {
 /// A backend over one connection for `opts`. Connects lazily: a database
 /// that is down only fails the first calls. `observed_kinds` (kinds with
 /// hooks or follow-ups) get their rows back with their transitions;
-/// `follow_ups` runs inside each outcome's transaction.
-std::unique_ptr<backend> make_pg_backend(job_store_options opts,
-                                         std::vector<std::string> observed_kinds,
-                                         follow_up_function follow_ups);
+/// `follow_ups` runs inside each outcome's transaction. Claims take only
+/// jobs of `served_kinds` (nullopt: every kind).
+std::unique_ptr<backend>
+make_pg_backend(job_store_options opts, std::vector<std::string> observed_kinds,
+                follow_up_function follow_ups,
+                std::optional<std::vector<std::string>> served_kinds);
 
 } // namespace aw::storage

@@ -36,13 +36,13 @@ const std::vector<required_table>& required_schema() {
   return tables;
 }
 
-const std::vector<const char*>& required_functions() {
-  static const std::vector<const char*> functions = {
-    "actor_worker_claim", "actor_worker_finish_lane",
-    "actor_worker_release_lane", "actor_worker_expire_batches",
-    "actor_worker_cleanup_lanes", "actor_worker_finish_and_claim",
-    "actor_worker_batch_jobs", "actor_worker_row_json",
-    "actor_worker_retry_backoff", "actor_worker_dead_letter"};
+const std::vector<required_function>& required_functions() {
+  static const std::vector<required_function> functions = {
+    {"actor_worker_claim", 8},          {"actor_worker_finish_lane", 6},
+    {"actor_worker_release_lane", 4},   {"actor_worker_expire_batches", 2},
+    {"actor_worker_cleanup_lanes", 2}, {"actor_worker_finish_and_claim", 12},
+    {"actor_worker_batch_jobs", 3},     {"actor_worker_row_json", 1},
+    {"actor_worker_retry_backoff", 1},  {"actor_worker_dead_letter", 2}};
   return functions;
 }
 
@@ -78,13 +78,21 @@ std::vector<std::string> missing_schema(pqxx::connection_base& conn) {
         missing.push_back(std::string{"table "} + t.table
                           + " is missing column " + column);
   }
-  std::set<std::string> functions;
-  for (const auto& row :
-       tx.exec(sql::schema_functions))
-    functions.insert(row["proname"].as<std::string>());
-  for (auto fn : required_functions())
-    if (functions.count(fn) == 0)
-      missing.push_back(std::string{"function "} + fn + " is missing");
+  std::set<std::pair<std::string, int>> functions;
+  std::set<std::string> names;
+  for (const auto& row : tx.exec(sql::schema_functions)) {
+    names.insert(row["proname"].as<std::string>());
+    functions.emplace(row["proname"].as<std::string>(),
+                      row["pronargs"].as<int>());
+  }
+  for (auto fn : required_functions()) {
+    if (names.count(fn.name) == 0)
+      missing.push_back(std::string{"function "} + fn.name + " is missing");
+    else if (fn.parameters >= 0
+             && functions.count({fn.name, fn.parameters}) == 0)
+      missing.push_back(std::string{"function "} + fn.name + " has no "
+                        + std::to_string(fn.parameters) + "-parameter form");
+  }
   return missing;
 }
 

@@ -18,8 +18,14 @@ struct required_table {
 };
 const std::vector<required_table>& required_schema();
 
-/// Every SQL function the runtime's queries call.
-const std::vector<const char*>& required_functions();
+/// A SQL function the runtime's queries call, with the number of
+/// parameters the current one has (a migration that adds one replaces the
+/// function: the old one left alone means that migration is missing).
+struct required_function {
+  const char* name;
+  int parameters;
+};
+const std::vector<required_function>& required_functions();
 
 /// Returns one line per missing table, column or function ("table jobs is
 /// missing column metadata"); empty when the schema is complete.

@@ -26,11 +26,13 @@ namespace {
 void count_claims(aw::test::db_session& s) {
   s.exec(R"sql(
 CREATE SEQUENCE test_claims;
-ALTER FUNCTION actor_worker_claim(text, text, integer, bigint, bigint, text[], integer)
+ALTER FUNCTION actor_worker_claim(text, text, integer, bigint, bigint, text[],
+                                  integer, text[])
   RENAME TO actor_worker_claim_counted;
 CREATE FUNCTION actor_worker_claim(
   p_queue text, p_worker text, p_limit integer, p_max_bytes bigint,
-  p_default_deadline_ms bigint, p_observed text[], p_fence_wait_ms integer)
+  p_default_deadline_ms bigint, p_observed text[], p_fence_wait_ms integer,
+  p_kinds text[] DEFAULT NULL)
 RETURNS TABLE (batch_id bigint, id bigint, kind text, args text,
                priority integer, attempt integer, error_count integer,
                max_attempts integer, metadata text, deadline_ms bigint,
@@ -40,7 +42,7 @@ BEGIN
   PERFORM nextval('test_claims');
   RETURN QUERY SELECT * FROM actor_worker_claim_counted(
     p_queue, p_worker, p_limit, p_max_bytes, p_default_deadline_ms,
-    p_observed, p_fence_wait_ms);
+    p_observed, p_fence_wait_ms, p_kinds);
 END $$;
 )sql");
 }

@@ -198,22 +198,6 @@ BOOST_AUTO_TEST_CASE(terminal_failure_goes_straight_to_the_dead_letter_queue) {
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 0);
 }
 
-BOOST_AUTO_TEST_CASE(unknown_kind_is_dead_lettered_with_a_message_naming_it) {
-  aw::test::fresh_database db;
-  auto id = enqueue_one(db, "no_such_kind", {});
-  aw::test::db_session s{db.url};
-  {
-    aw::test::worker_node node{retry_config(db, 5), builtin_registry()};
-    BOOST_REQUIRE(wait_for_dead_letters(s, 1));
-  }
-  auto message = s.text("SELECT last_error_message" + dead_letter_of(id));
-  BOOST_TEST_MESSAGE("message: " << message);
-  BOOST_TEST(contains(message, "unknown job kind 'no_such_kind'"));
-  BOOST_TEST(s.scalar("SELECT attempt" + dead_letter_of(id)) == 1);
-  BOOST_TEST(s.text("SELECT kind" + dead_letter_of(id)) == "no_such_kind");
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 0);
-}
-
 BOOST_AUTO_TEST_CASE(malformed_args_are_dead_lettered_naming_kind_and_parse_error) {
   aw::test::fresh_database db;
   auto id = enqueue_one(db, "sleep", {{"ms", "x"}});

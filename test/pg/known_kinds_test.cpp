@@ -1,0 +1,176 @@
+// A worker claims only the kinds it runs (migrations/008_known_kinds.sql):
+// jobs of other kinds wait, visible and unharmed, for a worker that runs
+// them, whether they sit on a lane or on the row-per-state path. Against a
+// real database, through job_store and through running nodes.
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "actor_worker/app/builtin_kinds.hpp"
+#include "actor_worker/storage/enqueue.hpp"
+#include "actor_worker/storage/job_store.hpp"
+#include "log_capture.hpp"
+#include "pg_fixture.hpp"
+#include "pg_helpers.hpp"
+#include "worker_node.hpp"
+
+using namespace std::chrono_literals;
+using aw::storage::job_store;
+
+namespace {
+
+constexpr auto patience = std::chrono::seconds{60};
+
+/// Enqueues `n` due jobs of `kind` in one transaction (one lane key).
+std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db, int n,
+                               const std::string& kind,
+                               const aw::insert_options& opts = {}) {
+  std::vector<aw::enqueue_request> requests(static_cast<size_t>(n));
+  for (auto& r : requests) {
+    r.kind = kind;
+    r.options = opts;
+  }
+  auto conn = db.connect();
+  pqxx::work tx{*conn};
+  auto ids = aw::enqueue_many(tx, requests);
+  tx.commit();
+  return ids;
+}
+
+std::unique_ptr<job_store> serving(const aw::test::fresh_database& db,
+                                   const std::vector<std::string>& kinds) {
+  aw::storage::job_store_options opts;
+  opts.url = db.url;
+  opts.worker_id = "known-kinds-test";
+  opts.completed_retention = 1h;
+  auto store = std::make_unique<job_store>(opts);
+  store->serve(kinds);
+  return store;
+}
+
+std::shared_ptr<aw::registry> builtin_registry() {
+  auto reg = std::make_shared<aw::registry>();
+  aw::register_builtin_kinds(*reg);
+  return reg;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(known_kinds_test)
+
+BOOST_AUTO_TEST_CASE(lane_claim_sets_aside_other_kinds_and_goes_on_past_them) {
+  aw::test::fresh_database db;
+  // 300 jobs of a kind this worker lacks come first on the lane, then 20 it
+  // runs: one claim of 50 passes the 300 (setting them aside) and takes the
+  // 20.
+  auto others = enqueue_n(db, 300, "new_kind");
+  auto mine = enqueue_n(db, 20, "noop");
+  auto store = serving(db, {"noop"});
+  auto claimed = store->claim("default", 50, int64_t{1} << 30, 0);
+  BOOST_TEST(claimed.jobs.size() == 20u);
+  for (auto& j : claimed.jobs)
+    BOOST_TEST(j.kind == "noop");
+  BOOST_REQUIRE(claimed.set_aside.size() == 1u);
+  BOOST_TEST(claimed.set_aside.front().kind == "new_kind");
+  BOOST_TEST(claimed.set_aside.front().count == 300);
+  aw::test::db_session s{db.url};
+  // Untouched but for their lane: available, due, no attempt charged.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'new_kind' "
+                      "AND state = 'available' AND attempt = 0 "
+                      "AND run_at <= now()")
+             == 300);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows WHERE kind = 'new_kind' "
+                      "AND ready_xid IS NOT NULL")
+             == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'noop' "
+                      "AND state = 'running'")
+             == 20);
+  // A second claim of this worker finds nothing and sets nothing aside.
+  auto again = store->claim("default", 50, int64_t{1} << 30, 0);
+  BOOST_TEST(again.jobs.empty());
+  BOOST_TEST(again.set_aside.empty());
+  // A worker that runs the kind takes them, set aside or not.
+  auto other_store = serving(db, {"new_kind", "noop"});
+  auto theirs = other_store->claim("default", 1000, int64_t{1} << 30, 0);
+  BOOST_TEST(theirs.jobs.size() == 300u);
+  BOOST_TEST(theirs.set_aside.empty());
+}
+
+BOOST_AUTO_TEST_CASE(row_per_state_jobs_of_other_kinds_are_not_claimed) {
+  aw::test::fresh_database db;
+  // Ordering keys keep jobs off the lanes.
+  aw::insert_options keyed;
+  keyed.ordering_key = "k1";
+  enqueue_n(db, 1, "new_kind", keyed);
+  aw::insert_options other_key;
+  other_key.ordering_key = "k2";
+  enqueue_n(db, 1, "noop", other_key);
+  auto store = serving(db, {"noop"});
+  auto claimed = store->claim("default", 10, int64_t{1} << 30, 0);
+  BOOST_REQUIRE(claimed.jobs.size() == 1u);
+  BOOST_TEST(claimed.jobs.front().kind == "noop");
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'new_kind' "
+                      "AND state = 'available' AND attempt = 0")
+             == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_told_no_kinds_claims_every_kind) {
+  aw::test::fresh_database db;
+  enqueue_n(db, 3, "anything");
+  aw::storage::job_store_options opts;
+  opts.url = db.url;
+  opts.worker_id = "all-kinds";
+  job_store store{opts};
+  BOOST_TEST(store.claim("default", 10, int64_t{1} << 30, 0).jobs.size()
+             == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(rolling_deploy_an_old_node_leaves_new_kinds_to_a_new_one) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  auto cfg = db.config();
+  cfg.worker.poll_interval = 200ms;
+  std::vector<int64_t> new_jobs;
+  {
+    aw::test::log_capture log;
+    aw::test::worker_node old_node{cfg, builtin_registry()};
+    new_jobs = enqueue_n(db, 50, "added_in_v2");
+    enqueue_n(db, 50, "noop");
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'noop' "
+                        "AND state = 'completed'")
+               == 50;
+      },
+      patience));
+    // The new kind's jobs wait: nothing dead-lettered, nothing charged.
+    BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = "
+                        "'added_in_v2' AND state = 'available' "
+                        "AND attempt = 0")
+               == 50);
+    BOOST_TEST(log.has("job(s) of kind 'added_in_v2' left available"));
+  }
+  // The new version's node runs them.
+  auto v2 = builtin_registry();
+  v2->add_raw(
+    "added_in_v2", [](const nlohmann::json&, const aw::job_context&) {},
+    aw::handler_mode::non_blocking);
+  aw::test::worker_node new_node{cfg, v2};
+  BOOST_TEST(aw::test::wait_until(
+    [&] {
+      return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'added_in_v2' "
+                      "AND state = 'completed' AND attempt = 1")
+             == 50;
+    },
+    patience));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
