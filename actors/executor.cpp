@@ -73,6 +73,25 @@ void finish(executor_pointer self, job_outcome outcome) {
                         + format_duration(
                           std::chrono::milliseconds{run.deadline_ms});
     }
+    if (run.cancel_requested) {
+      if (outcome.kind == outcome_kind::completed) {
+        spdlog::warn("job {}: completed although a cancel was requested "
+                     "(the handler did not stop); recorded as completed",
+                     id);
+      } else if (outcome.kind != outcome_kind::cancelled
+                 || outcome.message.empty()) {
+        // Whatever the handler returned: the operator asked to stop. What
+        // it said stays in the message.
+        outcome.message = outcome.message.empty()
+                            ? std::string{cancel_request_message}
+                            : std::string{cancel_request_message}
+                                + "; the handler returned "
+                                + to_string(outcome.kind) + ": "
+                                + outcome.message;
+        outcome.kind = outcome_kind::cancelled;
+        outcome.delay_ms = 0;
+      }
+    }
   }
   self->send(st.cfg.poller, done_atom::value, id, true, std::move(outcome));
 }
@@ -145,6 +164,13 @@ executor_internal::behavior_type executor_behavior(executor_pointer self,
         return;
       st.current.lost = true;
       st.current.cancel.cancel(reason);
+    },
+    [self](cancel_atom, int64_t id) {
+      auto& st = self->state;
+      if (!st.busy || st.current.job_id != id || st.current.lost)
+        return;
+      st.current.cancel_requested = true;
+      st.current.cancel.cancel(cancel_request_message);
     },
     [self](deadline_atom, uint64_t run) {
       auto& st = self->state;

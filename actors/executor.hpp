@@ -10,7 +10,11 @@
 // It owns each run's cancellation token: the token is cancelled when the
 // deadline passes (the outcome then becomes a deadline rescue), when the
 // lease turns out to be lost (no outcome is written), and when the
-// executor stops for any other reason (shutdown). A handler that ignores
+// executor stops for any other reason (shutdown), and when an operator
+// asks to cancel the job (`actor-worker jobs cancel`): then whatever the
+// handler returns is recorded as `cancelled` (a failure is not retried, a
+// snooze does not run again), except `completed`, which stands (the work
+// was done; a warning says the cancel came too late). A handler that ignores
 // its deadline's cancellation for a further grace is abandoned: the run is
 // recorded as a rescue and the handler's late result is dropped.
 //
@@ -32,6 +36,10 @@
 #include "actor_worker/messages/actors.hpp"
 
 namespace aw {
+
+/// The reason recorded for a job cancelled by `actor-worker jobs cancel`.
+inline constexpr const char* cancel_request_message
+  = "cancelled on request (actor-worker jobs cancel)";
 
 /// Who an executor works with.
 struct executor_config {
@@ -61,6 +69,9 @@ struct executor_run {
   bool overran = false;
   /// The job is no longer ours: its outcome must not be written.
   bool lost = false;
+  /// An operator asked to cancel it: the outcome becomes `cancelled`
+  /// unless the handler completed.
+  bool cancel_requested = false;
 };
 
 struct executor_state {

@@ -54,6 +54,32 @@ void report_lost(lease_keeper_pointer self, const snapshot& snap,
     self->send(self->state.pollers[p], lost_atom::value, ids, reason);
 }
 
+/// The durable side of `jobs cancel`: asks which held jobs an operator
+/// asked to cancel (a NOTIFY may have been missed while the LISTEN
+/// connection was away) and tells their pollers; then the round ends.
+void check_cancel_requests(lease_keeper_pointer self,
+                           std::shared_ptr<snapshot> snap) {
+  auto& st = self->state;
+  self->request(st.cfg.store, st.cfg.heartbeat_interval, cancel_atom::value,
+                snap->ids)
+    .then(
+      [self, snap](std::vector<int64_t>& requested) {
+        std::sort(requested.begin(), requested.end());
+        std::map<size_t, std::vector<int64_t>> by_poller;
+        for (size_t i = 0; i < snap->ids.size(); ++i)
+          if (std::binary_search(requested.begin(), requested.end(),
+                                 snap->ids[i]))
+            by_poller[snap->poller_of[i]].push_back(snap->ids[i]);
+        for (auto& [p, ids] : by_poller)
+          self->send(self->state.pollers[p], cancel_atom::value, ids);
+        end_round(self);
+      },
+      [self](caf::error&) {
+        // Storage logged it; the next round asks again.
+        end_round(self);
+      });
+}
+
 void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
   auto& st = self->state;
   if (snap->ids.empty()) {
@@ -99,7 +125,7 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
           report_lost(self, *snap, lost,
                       "lease lost: the job is no longer running under this "
                       "worker (reclaimed, released or deleted meanwhile)");
-        end_round(self);
+        check_cancel_requests(self, snap);
       },
       [self, snap](caf::error& err) {
         auto& st = self->state;

@@ -6,7 +6,10 @@
 //  2. if the refresh fails (database down), runs the watchdog: a job whose
 //     lease was last confirmed reclaim_window - heartbeat_interval ago is
 //     abandoned locally before another node may reclaim it, so two workers
-//     never both believe they own a job.
+//     never both believe they own a job;
+//  3. after a refresh, asks which of these jobs an operator asked to cancel
+//     (`jobs cancel`, whose NOTIFY the listener may have missed) and tells
+//     their pollers.
 // It looks after this node's leases only: rescuing expired ones,
 // cluster-wide, is maintenance's work (maintenance.hpp).
 

@@ -1,5 +1,6 @@
 #include "actor_worker/actors/listener.hpp"
 
+#include <cstdlib>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -12,7 +13,8 @@ listener_internal::behavior_type
 listener_behavior(listener_pointer self, std::string url,
                   supervisor_actor wake_target) {
   self->state.conn = std::make_unique<storage::notification_listener>(
-    std::move(url), defaults::notify_channel);
+    std::move(url), std::vector<std::string>{defaults::notify_channel,
+                                             defaults::cancel_channel});
   self->state.wake_target = std::move(wake_target);
   self->send(self, listen_atom::value);
   return {
@@ -33,8 +35,19 @@ listener_behavior(listener_pointer self, std::string url,
           self->send(st.wake_target, wake_atom::value, std::string{});
         }
         st.reconnect_backoff.reset();
-        auto payloads = st.conn->wait_for(defaults::listen_wait);
-        std::set<std::string> queues(payloads.begin(), payloads.end());
+        auto received = st.conn->wait_for(defaults::listen_wait);
+        std::set<std::string> queues;
+        for (auto& n : received) {
+          if (n.channel != defaults::cancel_channel) {
+            queues.insert(n.payload);
+            continue;
+          }
+          // `jobs cancel` of a running job: the payload is its id.
+          char* end = nullptr;
+          auto id = std::strtoll(n.payload.c_str(), &end, 10);
+          if (id > 0 && end != nullptr && *end == '\0')
+            self->send(st.wake_target, cancel_atom::value, int64_t{id});
+        }
         for (auto& q : queues)
           self->send(st.wake_target, wake_atom::value, q);
         self->send(self, listen_atom::value);

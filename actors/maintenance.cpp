@@ -27,8 +27,8 @@ void cleanup(maintenance_pointer self) {
         auto& st = self->state;
         st.deleted += deleted;
         if (deleted > 0)
-          spdlog::info("maintenance: deleted {} finished job(s) past their "
-                       "retention",
+          spdlog::info("maintenance: deleted {} finished job(s) and dead "
+                       "letter(s) past their retention",
                        deleted);
         if (deleted >= defaults::cleanup_batch) {
           self->send(self, cleanup_atom::value); // more expired: go on

@@ -177,6 +177,63 @@ void start_jobs(poller_pointer self) {
   }
 }
 
+/// Queues `outcome` of a job this poller holds for storage; the job stays
+/// leased (committing) until storage reports the commit.
+void record_outcome(poller_pointer self, job_outcome outcome,
+                    started_job job) {
+  auto& st = self->state;
+  auto id = outcome.job_id;
+  auto& box = st.outbox[static_cast<size_t>(id) % st.outbox.size()];
+  box.push_back(std::move(outcome));
+  if (!st.outbox_flush_queued) {
+    st.outbox_flush_queued = true;
+    self->send(self, flush_atom::value);
+  }
+  st.committing.emplace(id, std::move(job));
+}
+
+/// An operator asked to cancel `ids` (`jobs cancel`): a buffered job ends
+/// cancelled without running; a running one is cancelled through its
+/// handler's token. Ids this poller does not hold are someone else's.
+void cancel_on_request(poller_pointer self, const std::vector<int64_t>& ids) {
+  auto& st = self->state;
+  std::unordered_set<int64_t> wanted(ids.begin(), ids.end());
+  std::vector<buffered_job> unstarted;
+  for (auto& b : st.buffer)
+    if (wanted.count(b.job.id) > 0)
+      unstarted.push_back(b);
+  if (!unstarted.empty())
+    st.buffer.remove_if([&](const buffered_job& b) {
+      if (wanted.count(b.job.id) == 0)
+        return false;
+      st.buffer_bytes -= b.job.bytes();
+      return true;
+    });
+  for (auto& b : unstarted) {
+    spdlog::info("poller[{}]: job {} cancelled on request before it started",
+                 st.cfg.queue, b.job.id);
+    job_outcome out;
+    out.job_id = b.job.id;
+    out.batch_id = b.job.batch_id;
+    out.attempt = b.job.attempt;
+    out.observed = !b.job.started_row.empty();
+    out.kind = outcome_kind::cancelled;
+    out.message = cancel_request_message;
+    record_outcome(self, std::move(out),
+                   started_job{executor_actor{}, b.job.batch_id, b.claimed_at,
+                               0});
+  }
+  for (auto id : ids) {
+    auto i = st.running.find(id);
+    if (i == st.running.end() || st.lost.count(id) > 0)
+      continue;
+    spdlog::info("poller[{}]: job {}: cancel requested, cancelling its "
+                 "handler",
+                 st.cfg.queue, id);
+    self->send(i->second.executor, cancel_atom::value, id);
+  }
+}
+
 // -- the idle poll gate -----------------------------------------------------------
 
 /// Asks the gate for a permit (once) when this poller has none.
@@ -443,13 +500,7 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         ++st.handlers_run;
         // Outcomes go to storage in batches: one message per flush of the
         // mailbox, not one per job.
-        auto& box = st.outbox[static_cast<size_t>(id) % st.outbox.size()];
-        box.push_back(std::move(outcome));
-        if (!st.outbox_flush_queued) {
-          st.outbox_flush_queued = true;
-          self->send(self, flush_atom::value);
-        }
-        st.committing.emplace(id, std::move(i->second));
+        record_outcome(self, std::move(outcome), std::move(i->second));
       } else {
         st.lost.erase(id);
         ++st.stale;
@@ -604,6 +655,9 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
                      st.cfg.queue, id, reason);
         self->send(i->second.executor, cancel_atom::value, id, reason);
       }
+    },
+    [self](cancel_atom, const std::vector<int64_t>& ids) {
+      cancel_on_request(self, ids);
     },
     [self](permit_atom) {
       auto& st = self->state;

@@ -353,6 +353,10 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
       }
       return {std::move(alive->jobs), std::move(alive->batches)};
     },
+    [self](cancel_atom, const std::vector<int64_t>& jobs)
+      -> caf::result<std::vector<int64_t>> {
+      return logged(self->state.store->cancel_requests(jobs));
+    },
     [self](rescue_atom) -> caf::result<std::vector<rescued_job>> {
       auto rescued = self->state.store->rescue(defaults::rescue_batch);
       if (!rescued)

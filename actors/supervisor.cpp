@@ -25,6 +25,7 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   opts.worker_id = cfg.worker_id;
   opts.max_retries = cfg.config.worker.max_retries;
   opts.completed_retention = cfg.config.worker.completed_retention;
+  opts.dead_letter_retention = cfg.config.worker.dead_letter_retention;
   opts.reclaim_window = cfg.config.worker.reclaim_window;
   opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
   opts.fence_wait = defaults::fence_wait;
@@ -253,6 +254,11 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
       for (auto& [name, p] : st.pollers)
         if (queue.empty() || name == queue)
           self->send(p, wake_atom::value);
+    },
+    [self](cancel_atom, int64_t id) {
+      // Only the poller holding the job acts on it.
+      for (auto& [name, p] : self->state.pollers)
+        self->send(p, cancel_atom::value, std::vector<int64_t>{id});
     },
     [self](stop_atom) -> caf::result<int64_t> {
       auto& st = self->state;

@@ -12,6 +12,7 @@
 #include "actor_worker/app/cli/cli.hpp"
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/error.hpp"
+#include "actor_worker/messages/printable.hpp"
 #include "actor_worker/storage/db_error.hpp"
 #include "actor_worker/storage/migrations.hpp"
 
@@ -24,6 +25,95 @@ struct common_options {
   std::string database_url;
   std::string log_level = "info";
 };
+
+/// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or
+/// code points past U+10FFFF).
+bool valid_utf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= text.size())
+      return false;
+    for (size_t k = 1; k <= n; ++k) {
+      auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d & 0xC0) != 0x80)
+        return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static const uint32_t min_of[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min_of[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+/// `text` with every byte outside printable ASCII as \xNN.
+std::string hex_escaped(const std::string& text) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 0xF];
+    }
+  }
+  return out;
+}
+
+/// The names of `group`'s commands, comma-separated.
+std::string commands_of(const CLI::App& group) {
+  std::string names;
+  for (auto* sub : group.get_subcommands({}))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+/// The innermost command given (the app itself when none).
+CLI::App* innermost(CLI::App& app) {
+  CLI::App* at = &app;
+  while (!at->get_subcommands().empty())
+    at = at->get_subcommands().front();
+  return at;
+}
+
+/// Every argument must be UTF-8 (the database stores text as UTF-8, and a
+/// message must be able to show it): names the first one that is not.
+void require_utf8(CLI::App& app) {
+  for (CLI::App* at = &app;;) {
+    for (auto* opt : at->get_options())
+      for (auto& value : opt->results())
+        if (!valid_utf8(value))
+          throw usage_error(
+            opt->get_name()
+            + (at == &app ? std::string{} : " (of '" + at->get_name() + "')")
+            + " is not valid UTF-8: " + hex_escaped(value));
+    if (at->get_subcommands().empty())
+      return;
+    at = at->get_subcommands().front();
+  }
+}
 
 } // namespace
 
@@ -39,23 +129,50 @@ int main(int argc, char** argv) {
   // Global options may also follow the subcommand: `actor-worker run --config x`.
   app.fallthrough();
   common_options common;
-  app.add_option("--config", common.config_file, "TOML configuration file")
-    ->check(CLI::ExistingFile);
-  app.add_option("--database-url", common.database_url,
-                 "PostgreSQL URL (wins over DATABASE_URL and the config)");
-  app.add_option("--log-level", common.log_level,
-                 "trace, debug, info, warn, error or critical")
-    ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error",
-                           "critical"}));
+  // The global options, on the app and on every command (so each command's
+  // --help lists them).
+  auto add_globals = [&common](CLI::App* cmd) {
+    const char* group = "Global options";
+    cmd->add_option("--config", common.config_file, "TOML configuration file")
+      ->check(CLI::ExistingFile)
+      ->group(group);
+    cmd->add_option("--database-url", common.database_url,
+                    "PostgreSQL URL (wins over DATABASE_URL and the config)")
+      ->group(group);
+    cmd->add_option("--log-level", common.log_level,
+                    "trace, debug, info, warn, error or critical")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error",
+                             "critical"}))
+      ->group(group);
+  };
+  add_globals(&app);
+  // A command with commands of its own: one of them, named below when
+  // missing or unknown.
+  auto add_group = [&](const char* name, const char* help) {
+    auto* group = app.add_subcommand(name, help);
+    group->require_subcommand(0, 1);
+    add_globals(group);
+    return group;
+  };
+  auto add_command = [&](CLI::App* parent, const char* name,
+                         const char* help) {
+    auto* cmd = parent->add_subcommand(name, help);
+    add_globals(cmd);
+    return cmd;
+  };
 
-  auto* migrate_cmd = app.add_subcommand("migrate", "apply schema migrations");
-  auto* run_cmd = app.add_subcommand("run", "run a worker until SIGINT/SIGTERM");
+  auto* migrate_cmd = add_command(&app, "migrate", "apply schema migrations");
+  auto* run_cmd = add_command(&app, "run",
+                              "run a worker until SIGINT/SIGTERM");
 
   enqueue_options enq;
-  auto* enqueue_cmd = app.add_subcommand(
-    "enqueue", "enqueue one job and print its id");
-  enqueue_cmd->add_option("KIND", enq.kind, "job kind")->required();
-  enqueue_cmd->add_option("ARGS_JSON", enq.args, "job args as JSON (default {})");
+  auto* enqueue_cmd = add_command(
+    &app, "enqueue",
+    "enqueue one job and print its id (or many from JSON lines: --jsonl)");
+  enqueue_cmd->add_option("KIND", enq.kind, "job kind");
+  enqueue_cmd->add_option("ARGS_JSON", enq.args,
+                          "job args as a JSON object (default {}); @FILE "
+                          "reads them from FILE, - from stdin");
   enqueue_cmd->add_option("--queue", enq.queue, "queue (default 'default')");
   enqueue_cmd->add_option("--priority", enq.priority,
                           "lower runs first (default 0)");
@@ -64,36 +181,104 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, aw::defaults::max_attempts_limit));
   enqueue_cmd->add_option("--delay", enq.delay,
                           "run after SECONDS (or a duration: 500ms, 2m)");
+  enqueue_cmd->add_option("--run-at", enq.run_at,
+                          "run at or after TIME, an RFC 3339 timestamp "
+                          "(2030-01-02T03:04:05Z); excludes --delay");
+  enqueue_cmd->add_option("--tags", enq.tags, "tags, comma-separated: a,b");
+  enqueue_cmd->add_option("--metadata", enq.metadata,
+                          "a JSON object stored with the job");
   enqueue_cmd->add_flag("--unique", enq.unique,
                         "at most one such job (same kind and args) at a time; "
-                        "a duplicate prints the existing job's id");
+                        "a duplicate prints the existing job's id (and says "
+                        "so on stderr)");
   enqueue_cmd->add_option("--ordering-key", enq.ordering_key,
                           "jobs with the same key run one at a time, in order");
   enqueue_cmd->add_option("--deadline", enq.deadline,
                           "cancel and rescue a run longer than SECONDS (or a "
                           "duration: 30s, 5m)");
+  enqueue_cmd->add_option("--jsonl", enq.jsonl,
+                          "enqueue every job of FILE (- for stdin), one JSON "
+                          "object per line, in one transaction; prints the "
+                          "count (the flags above are defaults for its lines)");
 
-  auto* jobs_cmd = app.add_subcommand("jobs", "inspect jobs");
-  jobs_cmd->require_subcommand(1);
   int64_t job_id = 0;
   bool json = false;
-  auto* show_cmd = jobs_cmd->add_subcommand("show", "print one job's row");
+  auto* jobs_cmd = add_group("jobs", "list, inspect, cancel and retry jobs");
+  jobs_list_options list;
+  auto* list_cmd = add_command(jobs_cmd, "list",
+                               "list jobs in id order, a page at a time");
+  list_cmd->add_option("--state", list.state,
+                       "only jobs in this state (scheduled, available, "
+                       "running, waiting_external, completed, cancelled)");
+  list_cmd->add_option("--queue", list.queue, "only this queue");
+  list_cmd->add_option("--kind", list.kind, "only this kind");
+  list_cmd->add_option("--limit", list.limit, "at most N rows (default 100)")
+    ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
+  list_cmd->add_option("--after", list.after,
+                       "only ids greater than ID (the next page: the last id "
+                       "shown)")
+    ->check(CLI::NonNegativeNumber);
+  list_cmd->add_flag("--json", list.json,
+                     "a JSON array of objects keyed by the jobs columns");
+  auto* show_cmd = add_command(jobs_cmd, "show", "print one job's row");
   show_cmd->add_option("ID", job_id, "job id")->required();
   show_cmd->add_flag("--json", json, "one line of JSON");
+  std::string cancel_wait;
+  auto* cancel_cmd = add_command(
+    jobs_cmd, "cancel",
+    "cancel a job: at once if it waits, through its worker if it runs");
+  cancel_cmd->add_option("ID", job_id, "job id")->required();
+  cancel_cmd->add_option("--wait", cancel_wait,
+                         "how long to wait for a running job to end "
+                         "(default 10s; 0: do not wait)");
+  cancel_cmd->add_flag("--json", json, "one line of JSON");
+  auto* retry_cmd = add_command(
+    jobs_cmd, "retry",
+    "run a job now: a scheduled one at once, a finished one again");
+  retry_cmd->add_option("ID", job_id, "job id")->required();
+  retry_cmd->add_flag("--json", json, "one line of JSON");
 
-  auto* dlq_cmd = app.add_subcommand("dlq", "inspect the dead letter queue");
-  dlq_cmd->require_subcommand(1);
+  auto* dlq_cmd = add_group("dlq", "inspect, retry and purge dead letters");
   int64_t limit = 100;
   std::string dlq_queue;
-  auto* dlq_list_cmd = dlq_cmd->add_subcommand("list", "list dead letters");
+  auto* dlq_list_cmd = add_command(dlq_cmd, "list", "list dead letters");
   dlq_list_cmd->add_option("--limit", limit, "at most N rows (default 100)")
     ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
   dlq_list_cmd->add_option("--queue", dlq_queue, "only this queue");
   dlq_list_cmd->add_flag("--json", json, "a JSON array");
+  int64_t dead_id = 0;
+  auto* dlq_show_cmd = add_command(dlq_cmd, "show", "print one dead letter");
+  dlq_show_cmd->add_option("ID", dead_id,
+                           "dead letter id (as `dlq list` shows it)")
+    ->required();
+  dlq_show_cmd->add_flag("--json", json, "one line of JSON");
+  dlq_retry_options dlq_retry;
+  auto* dlq_retry_cmd = add_command(
+    dlq_cmd, "retry",
+    "move dead letters back into jobs as fresh jobs (one transaction)");
+  dlq_retry_cmd->add_option("ID", dlq_retry.id,
+                            "dead letter id (as `dlq list` shows it)")
+    ->check(CLI::PositiveNumber);
+  dlq_retry_cmd->add_flag("--all", dlq_retry.all,
+                          "every dead letter (of --queue and --kind)");
+  dlq_retry_cmd->add_option("--queue", dlq_retry.queue,
+                            "with --all: only this queue");
+  dlq_retry_cmd->add_option("--kind", dlq_retry.kind,
+                            "with --all: only this kind");
+  dlq_retry_cmd->add_flag("--json", dlq_retry.json,
+                          "a JSON array: dead_letter_id, original_job_id, "
+                          "job_id, kind, queue");
+  std::string purge_before;
+  auto* dlq_purge_cmd = add_command(dlq_cmd, "purge",
+                                    "delete dead letters; prints the count");
+  dlq_purge_cmd->add_option("--before", purge_before,
+                            "only those that failed longer than DURATION "
+                            "ago (7d, 12h; bare number: seconds)");
+  dlq_purge_cmd->add_option("--queue", dlq_queue, "only this queue");
+  dlq_purge_cmd->add_flag("--json", json, "{\"purged\": N}");
 
-  auto* callback_cmd = app.add_subcommand(
+  auto* callback_cmd = add_group(
     "callback", "resolve a job waiting for an external callback");
-  callback_cmd->require_subcommand(1);
   std::string callback_action;
   std::string callback_id;
   std::string callback_payload;
@@ -106,7 +291,7 @@ int main(int argc, char** argv) {
          {"resume", "make it available again to go on with the payload (no "
                     "event: its next run fires started and its outcome)"}}) {
     const char* name = entry.first;
-    auto* sub = callback_cmd->add_subcommand(name, entry.second);
+    auto* sub = add_command(callback_cmd, name, entry.second);
     sub->add_option("CALLBACK_ID", callback_id, "the job's callback_id")
       ->required();
     sub->add_option("PAYLOAD_JSON", callback_payload,
@@ -114,11 +299,22 @@ int main(int argc, char** argv) {
     sub->callback([&callback_action, name] { callback_action = name; });
   }
 
-  auto commands = [&] {
-    std::string names;
-    for (auto* sub : app.get_subcommands({}))
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    return names;
+  // A command group given without one of its commands, or with one it
+  // does not have: say which, and what would do.
+  auto group_without_command = [&](const std::vector<std::string>& extras) {
+    auto* at = innermost(app);
+    if (at == &app || at->get_subcommands({}).empty())
+      return false;
+    if (!extras.empty() && extras.front().rfind("-", 0) != 0)
+      std::cerr << "unknown command '" << aw::printable(extras.front())
+                << "' for '" << at->get_name()
+                << "' (commands: " << commands_of(*at)
+                << "); run with --help for more information" << std::endl;
+    else
+      std::cerr << "'" << at->get_name() << "' needs a command (commands: "
+                << commands_of(*at)
+                << "); run with --help for more information" << std::endl;
+    return true;
   };
   try {
     app.parse(argc, argv);
@@ -127,18 +323,28 @@ int main(int argc, char** argv) {
     auto extras = app.remaining();
     if (app.get_subcommands().empty() && !extras.empty()
         && extras.front().rfind("-", 0) != 0) {
-      std::cerr << "unknown command '" << extras.front()
-                << "' (commands: " << commands()
+      std::cerr << "unknown command '" << aw::printable(extras.front())
+                << "' (commands: " << commands_of(app)
                 << "); run with --help for more information" << std::endl;
       return exit_usage;
     }
+    if (group_without_command(extras))
+      return exit_usage;
     return app.exit(CLI::ExtrasError(extras)) == 0 ? exit_ok : exit_usage;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? exit_ok : exit_usage;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "no command given (commands: " << commands()
+    std::cerr << "no command given (commands: " << commands_of(app)
               << "); run with --help for more information" << std::endl;
+    return exit_usage;
+  }
+  if (group_without_command({}))
+    return exit_usage;
+  try {
+    require_utf8(app);
+  } catch (const usage_error& e) {
+    std::cerr << e.what() << std::endl;
     return exit_usage;
   }
   spdlog::set_level(spdlog::level::from_str(common.log_level));
@@ -151,10 +357,22 @@ int main(int argc, char** argv) {
       return run_worker(cfg);
     if (*enqueue_cmd)
       return enqueue_job(cfg, enq);
+    if (*list_cmd)
+      return list_jobs(cfg, list);
     if (*show_cmd)
       return show_job(cfg, job_id, json);
+    if (*cancel_cmd)
+      return cancel_job(cfg, job_id, cancel_wait, json);
+    if (*retry_cmd)
+      return retry_job(cfg, job_id, json);
     if (*dlq_list_cmd)
       return list_dead_letters(cfg, limit, dlq_queue, json);
+    if (*dlq_show_cmd)
+      return show_dead_letter(cfg, dead_id, json);
+    if (*dlq_retry_cmd)
+      return retry_dead_letters(cfg, dlq_retry);
+    if (*dlq_purge_cmd)
+      return purge_dead_letters(cfg, purge_before, dlq_queue, json);
     if (*callback_cmd)
       return resolve_callback(cfg, callback_action, callback_id,
                               callback_payload);

@@ -59,6 +59,9 @@ struct worker_config {
   std::chrono::milliseconds shutdown_drain = defaults::shutdown_drain;
   /// How long completed rows are kept; 0 deletes them at completion.
   std::chrono::milliseconds completed_retention = defaults::completed_retention;
+  /// How long dead letters are kept; 0 keeps them until retried or purged.
+  std::chrono::milliseconds dead_letter_retention
+    = defaults::dead_letter_retention;
   /// How often expired completed rows are deleted.
   std::chrono::milliseconds maintenance_interval = defaults::maintenance_interval;
   /// How often the leases of running jobs are refreshed (and expired ones

@@ -56,6 +56,12 @@ constexpr std::chrono::milliseconds shutdown_drain = 2s;
 /// Completed rows are kept a day for inspection, then deleted.
 constexpr std::chrono::milliseconds completed_retention = 24h;
 
+/// Dead letters are kept until an operator retries or purges them (0 =
+/// keep forever): a dead letter is a job that needs a decision, and one
+/// deleted unseen is a job lost without a trace. Set a retention where
+/// nobody looks at the queue and it must not grow without bound.
+constexpr std::chrono::milliseconds dead_letter_retention{0};
+
 /// How often maintenance deletes expired finished rows and checks the
 /// queue tables' dead tuples.
 constexpr std::chrono::milliseconds maintenance_interval = 10s;
@@ -168,6 +174,11 @@ constexpr std::chrono::milliseconds backoff_max = 30s;
 
 /// The channel the NOTIFY trigger and the listener share.
 constexpr const char* notify_channel = "actor_worker_jobs";
+
+/// The NOTIFY channel of `actor-worker jobs cancel`: the payload is the id
+/// of a running job to cancel (its row in job_cancel_requests makes the
+/// request durable).
+constexpr const char* cancel_channel = "actor_worker_cancel";
 
 /// How long the listener blocks waiting for a NOTIFY before it checks its
 /// mailbox again; bounds how late it notices a shutdown.

@@ -341,7 +341,8 @@ runtime_config parse_config(const std::string& toml_text,
     const std::string p = "worker.";
     reject_unknown(source, *w, p,
                    {"node", "poll_interval", "max_retries", "shutdown_drain",
-                    "completed_retention", "maintenance_interval",
+                    "completed_retention", "dead_letter_retention",
+                    "maintenance_interval",
                     "heartbeat_interval", "reclaim_window",
                     "idle_poll_permits", "local_queue_size",
                     "local_queue_bytes"});
@@ -351,6 +352,8 @@ runtime_config parse_config(const std::string& toml_text,
     read_duration(source, *w, p, "shutdown_drain", cfg.worker.shutdown_drain);
     read_duration(source, *w, p, "completed_retention",
                   cfg.worker.completed_retention);
+    read_duration(source, *w, p, "dead_letter_retention",
+                  cfg.worker.dead_letter_retention);
     read_duration(source, *w, p, "maintenance_interval",
                   cfg.worker.maintenance_interval);
     read_duration(source, *w, p, "heartbeat_interval",

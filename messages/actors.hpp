@@ -51,6 +51,11 @@ using poller_actor = caf::typed_actor<
   // handlers, drop them from the buffer, record no outcome, never release
   // them.
   caf::reacts_to<lost_atom, std::vector<int64_t>, std::string>,
+  // An operator asked to cancel these jobs (`actor-worker jobs cancel`);
+  // any of them may be another poller's or node's. Those this poller
+  // holds end cancelled: a buffered one at once, without running, a
+  // running one through its handler's token (see executor_actor).
+  caf::reacts_to<cancel_atom, std::vector<int64_t>>,
   // The idle poll gate granted a permit: poll on the idle interval.
   caf::reacts_to<permit_atom>>;
 
@@ -94,6 +99,9 @@ using storage_actor = caf::typed_actor<
   // Refreshes the leases of these running jobs (row-per-state) and lane
   // batches in one statement each; replies with those still ours.
   caf::replies_to<heartbeat_atom, std::vector<int64_t>, std::vector<int64_t>>::with<std::vector<int64_t>, std::vector<int64_t>>,
+  // Which of these jobs (held by this node) an operator asked to cancel:
+  // the durable side of `jobs cancel`, for a NOTIFY that was missed.
+  caf::replies_to<cancel_atom, std::vector<int64_t>>::with<std::vector<int64_t>>,
   // Rescues, cluster-wide, jobs whose lease is older than the reclaim
   // window and callbacks that timed out; safe on many nodes at once.
   caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>>;
@@ -114,7 +122,11 @@ using executor_actor = caf::typed_actor<
   // Run this job.
   caf::reacts_to<run_atom, claimed_job>,
   // Job `id` is no longer ours: cancel its handler, record nothing.
-  caf::reacts_to<cancel_atom, int64_t, std::string>>;
+  caf::reacts_to<cancel_atom, int64_t, std::string>,
+  // An operator asked to cancel job `id`: cancel its handler's token; the
+  // run ends cancelled whatever the handler returns, unless it completed
+  // (then it stays completed, with a warning: the work was done).
+  caf::reacts_to<cancel_atom, int64_t>>;
 
 /// What only the executor sends itself (its handlers' completions and
 /// timers, from whatever thread they run on, and its deadline timers).
@@ -172,8 +184,8 @@ using maintenance_internal = caf::typed_actor<
   // Time for the next rescue.
   caf::reacts_to<rescue_atom>>;
 
-/// Holds the LISTEN connection and turns NOTIFYs into wake-ups. Nothing
-/// else sends it anything.
+/// Holds the LISTEN connection and turns NOTIFYs into wake-ups (and
+/// cancel requests of `jobs cancel`). Nothing else sends it anything.
 using listener_actor = opaque_actor;
 
 /// What only the listener sends itself.
@@ -189,7 +201,10 @@ using supervisor_actor = caf::typed_actor<
   // with the number of jobs released.
   caf::replies_to<stop_atom>::with<int64_t>,
   // Wake the pollers of `queue` (empty = every queue).
-  caf::reacts_to<wake_atom, std::string>>;
+  caf::reacts_to<wake_atom, std::string>,
+  // An operator asked to cancel job `id` (a NOTIFY on the cancel
+  // channel): tell every poller; the one holding it cancels it.
+  caf::reacts_to<cancel_atom, int64_t>>;
 
 /// What only the supervisor sends itself.
 using supervisor_internal = supervisor_actor::extend<

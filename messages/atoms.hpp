@@ -44,7 +44,8 @@ using rescue_atom = caf::atom_constant<caf::atom("rescue")>;
 using running_atom = caf::atom_constant<caf::atom("running")>;
 /// These jobs are no longer ours: stop them, record nothing.
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
-/// Stop a running job cooperatively (cancels its token).
+/// Stop a running job cooperatively (cancels its token): the job is no
+/// longer ours, or an operator asked to cancel it.
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 /// A job's deadline passed (an executor sends it to itself).
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;

@@ -87,6 +87,10 @@ public:
   heartbeat(const std::vector<int64_t>& jobs,
             const std::vector<int64_t>& batches) = 0;
 
+  /// Which of `jobs` (held by this worker) an operator asked to cancel.
+  virtual caf::expected<std::vector<int64_t>>
+  cancel_requests(const std::vector<int64_t>& jobs) = 0;
+
   /// Rescues up to `limit` expired leases and timed-out callbacks of any
   /// worker.
   virtual caf::expected<std::vector<rescued_job>> rescue(int limit) = 0;

@@ -151,6 +151,9 @@ void job_store::connect() {
   conn->prepare("aw_cleanup", sql::cleanup);
   conn->prepare("aw_dead_tuples", sql::dead_tuples);
   conn->prepare("aw_cleanup_lanes", sql::cleanup_lanes);
+  conn->prepare("aw_cleanup_dead_letters", sql::cleanup_dead_letters);
+  conn->prepare("aw_cleanup_cancel_requests", sql::cleanup_cancel_requests);
+  conn->prepare("aw_cancel_requests", sql::cancel_requests);
   conn->prepare("aw_heartbeat", sql::heartbeat);
   conn->prepare("aw_heartbeat_batches", sql::heartbeat_batches);
   conn->prepare("aw_snooze", sql::snooze);
@@ -638,8 +641,27 @@ int64_t job_store::delete_expired(int batch) {
   int64_t deleted = result.affected_rows();
   auto lanes = tx.exec_prepared("aw_cleanup_lanes", seconds, batch);
   deleted += lanes.empty() ? 0 : lanes[0]["deleted"].as<int64_t>();
+  if (opts_.dead_letter_retention.count() > 0) {
+    double dead_seconds = opts_.dead_letter_retention.count() / 1000.0;
+    deleted += tx.exec_prepared("aw_cleanup_dead_letters", dead_seconds, batch)
+                 .affected_rows();
+  }
+  tx.exec_prepared("aw_cleanup_cancel_requests", batch);
   tx.commit();
   return deleted;
+}
+
+std::vector<int64_t>
+job_store::cancel_requests(const std::vector<int64_t>& jobs) {
+  connect();
+  std::vector<int64_t> out;
+  if (jobs.empty())
+    return out;
+  pqxx::nontransaction tx(*conn_, "aw_cancel_requests");
+  for (const auto& row : tx.exec_prepared("aw_cancel_requests",
+                                          to_array_literal(jobs)))
+    out.push_back(row["job_id"].as<int64_t>());
+  return out;
 }
 
 std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {

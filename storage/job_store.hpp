@@ -41,6 +41,9 @@ struct job_store_options {
   int max_retries = 20;
   /// 0 deletes completed rows at once instead of keeping them.
   std::chrono::milliseconds completed_retention{0};
+  /// Dead letters older than this are deleted by delete_expired(); 0 keeps
+  /// them.
+  std::chrono::milliseconds dead_letter_retention{0};
   /// A job whose lease is older than this is rescued.
   std::chrono::milliseconds reclaim_window{120'000};
   /// The heartbeat interval.
@@ -133,9 +136,15 @@ public:
   /// release() for jobs as claimed.
   int64_t release(const std::vector<claimed_job>& jobs, bool started = true);
 
-  /// Deletes up to about `batch` finished rows whose retention passed.
-  /// Returns how many.
+  /// Deletes up to about `batch` finished rows whose retention passed,
+  /// and as many dead letters past dead_letter_retention (when set), and
+  /// forgets cancel requests whose job finished. Returns how many rows
+  /// (jobs and dead letters) it deleted.
   int64_t delete_expired(int batch);
+
+  /// Which of `jobs` (held by this worker) an operator asked to cancel
+  /// (`actor-worker jobs cancel`), in no particular order.
+  std::vector<int64_t> cancel_requests(const std::vector<int64_t>& jobs);
 
   /// Vacuums each lane table (claim_batches, batch_completions,
   /// claim_cursors) whose dead tuples passed `min_dead` and `share` of its

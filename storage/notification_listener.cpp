@@ -9,36 +9,42 @@ namespace {
 class receiver : public pqxx::notification_receiver {
 public:
   receiver(pqxx::connection_base& conn, const std::string& channel,
-           std::vector<std::string>& sink)
+           std::vector<notification>& sink)
     : pqxx::notification_receiver(conn, channel), sink_(sink) {
     // nop
   }
 
   void operator()(const std::string& payload, int) override {
-    sink_.push_back(payload);
+    sink_.push_back(notification{channel(), payload});
   }
 
 private:
-  std::vector<std::string>& sink_;
+  std::vector<notification>& sink_;
 };
 
 } // namespace
 
 struct notification_listener::impl {
-  std::vector<std::string> received;
+  std::vector<notification> received;
   pqxx::connection conn;
-  receiver recv;
-  impl(const std::string& url, const std::string& channel)
-    : conn(url), recv(conn, channel, received) {
-    // The receiver's constructor issues LISTEN lazily; force it now so a
+  std::vector<std::unique_ptr<receiver>> receivers;
+  impl(const std::string& url, const std::vector<std::string>& channels)
+    : conn(url) {
+    for (auto& channel : channels)
+      receivers.push_back(std::make_unique<receiver>(conn, channel, received));
+    // The receivers' constructors issue LISTEN lazily; force it now so a
     // NOTIFY sent right after connect() is not missed.
     conn.get_notifs();
+  }
+  ~impl() {
+    // Receivers unregister from the connection: before it goes.
+    receivers.clear();
   }
 };
 
 notification_listener::notification_listener(std::string url,
-                                             std::string channel)
-  : url_(std::move(url)), channel_(std::move(channel)) {
+                                             std::vector<std::string> channels)
+  : url_(std::move(url)), channels_(std::move(channels)) {
   // nop
 }
 
@@ -48,7 +54,7 @@ notification_listener::~notification_listener() {
 
 void notification_listener::connect() {
   if (!impl_)
-    impl_ = std::make_unique<impl>(url_, channel_);
+    impl_ = std::make_unique<impl>(url_, channels_);
 }
 
 void notification_listener::disconnect() noexcept {
@@ -63,7 +69,7 @@ bool notification_listener::connected() const noexcept {
   return impl_ != nullptr;
 }
 
-std::vector<std::string>
+std::vector<notification>
 notification_listener::wait_for(std::chrono::milliseconds wait) {
   connect();
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(wait).count();
@@ -73,7 +79,7 @@ notification_listener::wait_for(std::chrono::milliseconds wait) {
   if (!impl_->conn.is_open())
     throw pqxx::broken_connection("the LISTEN connection was lost");
   impl_->conn.get_notifs();
-  std::vector<std::string> out;
+  std::vector<notification> out;
   out.swap(impl_->received);
   return out;
 }

@@ -9,10 +9,16 @@
 
 namespace aw::storage {
 
+/// One NOTIFY received.
+struct notification {
+  std::string channel;
+  std::string payload;
+};
+
 class notification_listener {
 public:
-  /// Listens on `channel` once connect() succeeds.
-  notification_listener(std::string url, std::string channel);
+  /// Listens on `channels` once connect() succeeds.
+  notification_listener(std::string url, std::vector<std::string> channels);
   ~notification_listener();
 
   /// Opens the connection and issues LISTEN. Throws when unreachable.
@@ -22,14 +28,14 @@ public:
 
   bool connected() const noexcept;
 
-  /// Blocks up to `wait` for notifications; returns the payloads (queue
-  /// names) received, possibly none. Throws when the connection broke.
-  std::vector<std::string> wait_for(std::chrono::milliseconds wait);
+  /// Blocks up to `wait` for notifications; returns those received, in
+  /// order, possibly none. Throws when the connection broke.
+  std::vector<notification> wait_for(std::chrono::milliseconds wait);
 
 private:
   struct impl;
   std::string url_;
-  std::string channel_;
+  std::vector<std::string> channels_;
   std::unique_ptr<impl> impl_;
 };
 

@@ -53,6 +53,12 @@ public:
                    [&] { return store_.heartbeat(jobs, batches); });
   }
 
+  caf::expected<std::vector<int64_t>>
+  cancel_requests(const std::vector<int64_t>& jobs) override {
+    return guarded("reading cancel requests",
+                   [&] { return store_.cancel_requests(jobs); });
+  }
+
   caf::expected<std::vector<rescued_job>> rescue(int limit) override {
     return guarded("rescuing expired jobs",
                    [&] { return store_.rescue(limit); });

@@ -32,6 +32,7 @@ const std::vector<required_table>& required_schema() {
      {"id", "original_job_id", "kind", "queue", "args", "priority", "attempt",
       "max_attempts", "error_count", "last_error_message", "created_at",
       "failed_at", "metadata", "tags", "callback_id"}},
+    {"job_cancel_requests", {"job_id", "requested_at"}},
   };
   return tables;
 }

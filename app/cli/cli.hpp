@@ -36,22 +36,36 @@ int run_worker(const runtime_config& cfg);
 /// `migrate`: applies missing migrations.
 int migrate_schema(const runtime_config& cfg);
 
-/// `enqueue KIND [ARGS_JSON]` and its flags.
+/// `enqueue KIND [ARGS_JSON]` (or `enqueue --jsonl FILE`) and its flags.
 struct enqueue_options {
   std::string kind;
+  /// JSON text, `@FILE` (read from FILE) or `-` (read from stdin).
   std::string args = "{}";
   std::string queue = defaults::queue;
   int priority = 0;
   int max_attempts = 0;
   std::string delay;
+  /// An RFC 3339 timestamp; exclusive with `delay`.
+  std::string run_at;
+  /// Comma-separated.
+  std::string tags;
+  /// A JSON object.
+  std::string metadata;
   std::string deadline;
   bool unique = false;
   std::string ordering_key;
+  /// Bulk: a file (or `-` for stdin) of JSON lines, one job each.
+  std::string jsonl;
 };
 
-
-/// `enqueue`: one job; prints its id alone on stdout.
+/// `enqueue`: one job; prints its id alone on stdout. With --jsonl: every
+/// job of the file, in batches, in one transaction; prints the count.
 int enqueue_job(const runtime_config& cfg, const enqueue_options& o);
+
+/// Parses an RFC 3339 timestamp ("2030-01-02T03:04:05Z",
+/// "2030-01-02 03:04:05.250+02:00"). Throws usage_error naming `what`.
+std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
+                                                   const std::string& text);
 
 /// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]`.
 int resolve_callback(const runtime_config& cfg, const std::string& action,
@@ -61,8 +75,46 @@ int resolve_callback(const runtime_config& cfg, const std::string& action,
 /// `jobs show ID [--json]`.
 int show_job(const runtime_config& cfg, int64_t id, bool json);
 
+/// `jobs list` and its filters.
+struct jobs_list_options {
+  std::string state;
+  std::string queue;
+  std::string kind;
+  int64_t limit = 100;
+  int64_t after = 0;
+  bool json = false;
+};
+
+/// `jobs list`: one page of jobs in id order (keyset pagination).
+int list_jobs(const runtime_config& cfg, const jobs_list_options& o);
+
+/// `jobs cancel ID [--wait DURATION] [--json]`.
+int cancel_job(const runtime_config& cfg, int64_t id, const std::string& wait,
+               bool json);
+
+/// `jobs retry ID [--json]`.
+int retry_job(const runtime_config& cfg, int64_t id, bool json);
+
 /// `dlq list [--json] [--limit N] [--queue Q]`.
 int list_dead_letters(const runtime_config& cfg, int64_t limit,
                       const std::string& queue, bool json);
+
+/// `dlq show ID [--json]`.
+int show_dead_letter(const runtime_config& cfg, int64_t id, bool json);
+
+/// `dlq retry ID` or `dlq retry --all [--queue Q] [--kind K]`.
+struct dlq_retry_options {
+  int64_t id = 0;
+  bool all = false;
+  std::string queue;
+  std::string kind;
+  bool json = false;
+};
+
+int retry_dead_letters(const runtime_config& cfg, const dlq_retry_options& o);
+
+/// `dlq purge [--before DURATION] [--queue Q] [--json]`.
+int purge_dead_letters(const runtime_config& cfg, const std::string& before,
+                       const std::string& queue, bool json);
 
 } // namespace aw::cli

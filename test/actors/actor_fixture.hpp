@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -65,6 +66,10 @@ struct storage_script {
   /// The job and batch ids of each heartbeat.
   std::vector<std::vector<int64_t>> heartbeats;
   std::vector<std::vector<int64_t>> heartbeat_batches;
+  /// Jobs an operator asked to cancel (`jobs cancel`), and the job ids of
+  /// each question about them.
+  std::set<int64_t> cancel_requested;
+  std::vector<std::vector<int64_t>> cancel_checks;
   /// Rescue requests so far, and what each reports rescued. While
   /// fail_rescues they are answered with ec::database_unavailable; while
   /// rescue_delay > 0 they are answered that much later (virtual time).
@@ -166,6 +171,15 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       };
       return {keep(ids, s->stolen), keep(batches, s->stolen_batches)};
     },
+    [=](cancel_atom, const std::vector<int64_t>& ids)
+      -> std::vector<int64_t> {
+      s->cancel_checks.push_back(ids);
+      std::vector<int64_t> out;
+      for (auto id : ids)
+        if (s->cancel_requested.count(id) > 0)
+          out.push_back(id);
+      return out;
+    },
     [=](rescue_atom) -> caf::result<std::vector<rescued_job>> {
       ++s->rescues;
       if (s->fail_rescues)
@@ -239,7 +253,7 @@ public:
   }
 
   /// Ends the oldest held job with an outcome of `kind`.
-  void finish_with(outcome_kind kind) {
+  void finish_with(outcome_kind kind, std::string message = {}) {
     if (held.empty())
       return;
     auto [job, done] = std::move(held.front());
@@ -247,6 +261,7 @@ public:
     job_outcome o;
     o.job_id = job.id;
     o.kind = kind;
+    o.message = std::move(message);
     done(o);
   }
 

@@ -45,6 +45,8 @@ public:
   bool claims_unavailable = false;
   /// Ids of the jobs each claim returns (one per call, then empty claims).
   std::vector<std::vector<int64_t>> claims;
+  /// Jobs an operator asked to cancel (what cancel_requests() finds).
+  std::set<int64_t> cancel_requested;
   /// The virtual clock (set by the fixture).
   std::function<time_point()> now;
 
@@ -88,6 +90,15 @@ public:
   heartbeat(const std::vector<int64_t>& jobs,
             const std::vector<int64_t>& batches) override {
     return aw::storage::heartbeat_report{jobs, batches};
+  }
+
+  caf::expected<std::vector<int64_t>>
+  cancel_requests(const std::vector<int64_t>& jobs) override {
+    std::vector<int64_t> out;
+    for (auto id : jobs)
+      if (cancel_requested.count(id) > 0)
+        out.push_back(id);
+    return out;
   }
 
   caf::expected<std::vector<aw::rescued_job>> rescue(int) override {

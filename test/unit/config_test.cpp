@@ -63,6 +63,8 @@ BOOST_AUTO_TEST_CASE(empty_file_gives_defaults_and_the_default_queue) {
   BOOST_REQUIRE_EQUAL(cfg.queues.size(), 1u);
   BOOST_TEST(cfg.queues[0].name == "default");
   BOOST_TEST(cfg.queues[0].concurrency == 10);
+  // Dead letters are kept until retried or purged.
+  BOOST_TEST(cfg.worker.dead_letter_retention.count() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(reads_every_documented_key) {
@@ -76,6 +78,7 @@ poll_interval = "250ms"
 max_retries = 5
 shutdown_drain = "3s"
 completed_retention = "0"
+dead_letter_retention = "30d"
 maintenance_interval = "10s"
 [queues.default]
 concurrency = 12
@@ -90,6 +93,8 @@ concurrency = 3
   BOOST_TEST(cfg.worker.max_retries == 5);
   BOOST_TEST(cfg.worker.shutdown_drain.count() == 3000);
   BOOST_TEST(cfg.worker.completed_retention.count() == 0);
+  BOOST_TEST(cfg.worker.dead_letter_retention.count()
+             == int64_t{30} * 24 * 3600 * 1000);
   BOOST_TEST(cfg.worker.maintenance_interval.count() == 10000);
   BOOST_REQUIRE_EQUAL(cfg.queues.size(), 2u);
 }

@@ -1,0 +1,27 @@
+-- `dlq retry`: moves dead letters back into `jobs` as fresh jobs (attempt
+-- and error count 0, due now), in one statement: dead letter $1 (0 = any)
+-- of queue $2 and kind $3 ('' = any). Args, priority, max_attempts,
+-- metadata and tags are kept; metadata gains "retried_from_dead_letter":
+-- {"dead_letter_id": ..., "original_job_id": ...} (replacing an earlier
+-- one). Returns one row per new job, in dead letter id order.
+WITH moved AS (
+  DELETE FROM dead_letter_jobs AS d
+   WHERE ($1::bigint = 0 OR d.id = $1::bigint)
+     AND ($2 = '' OR d.queue = $2)
+     AND ($3 = '' OR d.kind = $3)
+  RETURNING d.*
+)
+INSERT INTO jobs (kind, queue, args, priority, max_attempts, metadata, tags)
+SELECT m.kind, m.queue, m.args, m.priority, m.max_attempts,
+       m.metadata || jsonb_build_object(
+         'retried_from_dead_letter',
+         jsonb_build_object('dead_letter_id', m.id,
+                            'original_job_id', m.original_job_id)),
+       m.tags
+  FROM moved AS m
+ ORDER BY m.id
+RETURNING id, kind, queue,
+          (metadata -> 'retried_from_dead_letter' ->> 'dead_letter_id')::bigint
+            AS dead_letter_id,
+          (metadata -> 'retried_from_dead_letter' ->> 'original_job_id')::bigint
+            AS original_job_id
