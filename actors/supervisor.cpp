@@ -29,6 +29,7 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   opts.reclaim_window = cfg.config.worker.reclaim_window;
   opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
   opts.fence_wait = defaults::fence_wait;
+  opts.prepared_statements = cfg.config.database.pooler != "transaction";
   return opts;
 }
 
@@ -58,9 +59,19 @@ void spawn_poller(supervisor_pointer self, const queue_config& q) {
 
 void spawn_listener(supervisor_pointer self) {
   auto& st = self->state;
+  auto url = st.cfg.config.database.notification_url();
+  if (url.empty()) {
+    // Behind a transaction pooler a LISTEN would end with its transaction.
+    spdlog::info("no LISTEN (database.pooler = \"transaction\" without "
+                 "database.listen_url): idle queues look for new jobs every "
+                 "{}, and cancel requests reach running jobs with the "
+                 "heartbeat",
+                 format_duration(st.cfg.config.worker.poll_interval));
+    return;
+  }
   st.listener = caf::actor_cast<listener_actor>(
-    self->spawn<caf::detached + caf::linked>(
-      listener_behavior, st.cfg.config.database.url, supervisor_actor{self}));
+    self->spawn<caf::detached + caf::linked>(listener_behavior, std::move(url),
+                                             supervisor_actor{self}));
 }
 
 void spawn_maintenance(supervisor_pointer self) {

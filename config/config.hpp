@@ -19,6 +19,25 @@ struct database_config {
   std::string url;
   /// Connections for claims and outcomes (>= 1); LISTEN uses one more.
   int pool_size = defaults::pool_size;
+  /// "none" or "transaction": a pooler in transaction mode (PgBouncer
+  /// pool_mode = transaction) hands each transaction any server session,
+  /// so the worker keeps nothing in a session past a transaction: no named
+  /// prepared statements (each statement is sent with its text), no
+  /// session settings or session advisory locks, and LISTEN only on
+  /// listen_url.
+  std::string pooler = defaults::pooler;
+  /// Where the LISTEN connection goes (a URL straight to PostgreSQL, past
+  /// the pooler). Empty: `url` when pooler = "none"; with pooler =
+  /// "transaction", no LISTEN at all (idle pollers find new jobs every
+  /// poll_interval instead). Never logged.
+  std::string listen_url;
+
+  /// The URL for LISTEN, or "" for none.
+  std::string notification_url() const {
+    if (!listen_url.empty())
+      return listen_url;
+    return pooler == "transaction" ? std::string{} : url;
+  }
 };
 
 /// [queues.NAME]

@@ -18,6 +18,11 @@ using namespace std::chrono_literals;
 /// (bench/results); more connections make smaller batches and more commits.
 constexpr int pool_size = 2;
 
+/// What sits between the worker and PostgreSQL: "none" (direct
+/// connections: statements are prepared once per connection, LISTEN wakes
+/// idle pollers). Set "transaction" behind PgBouncer in transaction mode.
+constexpr const char* pooler = "none";
+
 /// Claims a queue's poller keeps in flight at once (on different
 /// connections): claims of one lane take turns on its cursor in the
 /// database, but their round trips and the parsing of their rows overlap.

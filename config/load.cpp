@@ -332,8 +332,15 @@ runtime_config parse_config(const std::string& toml_text,
   reject_unknown(source, root, "",
                  {"database", "worker", "scheduler", "queues"});
   if (auto db = sub_table(source, root, "database", "")) {
-    reject_unknown(source, *db, "database.", {"url", "pool_size"});
+    reject_unknown(source, *db, "database.",
+                   {"url", "pool_size", "pooler", "listen_url"});
     read_string(source, *db, "database.", "url", cfg.database.url);
+    read_string(source, *db, "database.", "listen_url",
+                cfg.database.listen_url);
+    read_string(source, *db, "database.", "pooler", cfg.database.pooler);
+    if (cfg.database.pooler != "none" && cfg.database.pooler != "transaction")
+      throw config_error(where(source, *db->get("pooler"), "database.pooler")
+                         + ": expected \"none\" or \"transaction\"");
     read_int(source, *db, "database.", "pool_size", cfg.database.pool_size, 1,
              64);
   }

@@ -8,6 +8,7 @@ packages=(
   libcaf-dev libpqxx-dev libspdlog-dev libtomlplusplus-dev nlohmann-json3-dev
   libcli11-dev libboost-test-dev
   postgresql postgresql-client gawk
+  pgbouncer
 )
 
 missing=()

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -131,36 +132,62 @@ job_store::job_store(job_store_options opts)
 
 job_store::~job_store() = default;
 
+namespace {
+
+/// The runtime's statements by name: prepared on each connection, or sent
+/// as text with their parameters (unnamed) behind a pooler.
+const std::unordered_map<std::string_view, const char*>& statements() {
+  static const std::unordered_map<std::string_view, const char*> all = {
+    {"aw_claim", sql::claim},
+    {"aw_finish_and_claim", sql::finish_and_claim},
+    {"aw_batch_jobs", sql::batch_jobs},
+    {"aw_finish_lane", sql::finish_lane},
+    {"aw_lane_rows", sql::lane_rows},
+    {"aw_lane_rows_deleted", sql::lane_rows_deleted},
+    {"aw_complete", sql::complete},
+    {"aw_complete_delete", sql::complete_delete},
+    {"aw_retry", sql::retry},
+    {"aw_dead_letter", sql::dead_letter},
+    {"aw_release", sql::release},
+    {"aw_release_lane", sql::release_lane},
+    {"aw_cleanup", sql::cleanup},
+    {"aw_dead_tuples", sql::dead_tuples},
+    {"aw_cleanup_lanes", sql::cleanup_lanes},
+    {"aw_cleanup_dead_letters", sql::cleanup_dead_letters},
+    {"aw_cleanup_cancel_requests", sql::cleanup_cancel_requests},
+    {"aw_cancel_requests", sql::cancel_requests},
+    {"aw_heartbeat", sql::heartbeat},
+    {"aw_heartbeat_batches", sql::heartbeat_batches},
+    {"aw_snooze", sql::snooze},
+    {"aw_cancel", sql::cancel},
+    {"aw_wait", sql::wait},
+    {"aw_expire_batches", sql::expire_batches},
+    {"aw_rescue", sql::rescue},
+  };
+  return all;
+}
+
+} // namespace
+
+template <class... Args>
+pqxx::result job_store::run(pqxx::transaction_base& tx, const char* name,
+                            Args&&... args) {
+  if (opts_.prepared_statements)
+    return tx.exec_prepared(name, std::forward<Args>(args)...);
+  return tx.exec_params(statements().at(name), std::forward<Args>(args)...);
+}
+
 void job_store::connect() {
   if (conn_)
     return;
   std::unique_ptr<pqxx::connection_base, connection_deleter> conn{
     new pqxx::connection(opts_.url), &delete_connection};
-  conn->prepare("aw_claim", sql::claim);
-  conn->prepare("aw_finish_and_claim", sql::finish_and_claim);
-  conn->prepare("aw_batch_jobs", sql::batch_jobs);
-  conn->prepare("aw_finish_lane", sql::finish_lane);
-  conn->prepare("aw_lane_rows", sql::lane_rows);
-  conn->prepare("aw_lane_rows_deleted", sql::lane_rows_deleted);
-  conn->prepare("aw_complete", sql::complete);
-  conn->prepare("aw_complete_delete", sql::complete_delete);
-  conn->prepare("aw_retry", sql::retry);
-  conn->prepare("aw_dead_letter", sql::dead_letter);
-  conn->prepare("aw_release", sql::release);
-  conn->prepare("aw_release_lane", sql::release_lane);
-  conn->prepare("aw_cleanup", sql::cleanup);
-  conn->prepare("aw_dead_tuples", sql::dead_tuples);
-  conn->prepare("aw_cleanup_lanes", sql::cleanup_lanes);
-  conn->prepare("aw_cleanup_dead_letters", sql::cleanup_dead_letters);
-  conn->prepare("aw_cleanup_cancel_requests", sql::cleanup_cancel_requests);
-  conn->prepare("aw_cancel_requests", sql::cancel_requests);
-  conn->prepare("aw_heartbeat", sql::heartbeat);
-  conn->prepare("aw_heartbeat_batches", sql::heartbeat_batches);
-  conn->prepare("aw_snooze", sql::snooze);
-  conn->prepare("aw_cancel", sql::cancel);
-  conn->prepare("aw_wait", sql::wait);
-  conn->prepare("aw_expire_batches", sql::expire_batches);
-  conn->prepare("aw_rescue", sql::rescue);
+  // Behind a transaction-mode pooler a session does not last past a
+  // transaction: nothing is prepared, every statement travels with its
+  // text (see run()).
+  if (opts_.prepared_statements)
+    for (const auto& [name, text] : statements())
+      conn->prepare(std::string{name}, text);
   conn_ = std::move(conn);
 }
 
@@ -271,7 +298,7 @@ claim_result job_store::read_batches(pqxx::result rows,
     claim_result part;
     {
       pqxx::nontransaction tx(*conn_, "aw_batch_jobs");
-      parse_claim_rows(tx.exec_prepared("aw_batch_jobs", batch,
+      parse_claim_rows(run(tx, "aw_batch_jobs", batch,
                                         default_deadline_ms, observed_kinds_),
                        queue, part, nullptr, nullptr);
     }
@@ -296,7 +323,7 @@ claim_result job_store::claim(const std::string& queue, int limit,
   pqxx::result rows;
   {
     pqxx::nontransaction tx(*conn_, "aw_claim");
-    rows = tx.exec_prepared("aw_claim", queue, opts_.worker_id, limit,
+    rows = run(tx, "aw_claim", queue, opts_.worker_id, limit,
                             max_bytes, default_deadline_ms, observed_kinds_,
                             static_cast<int64_t>(opts_.fence_wait.count()),
                             served_kinds_);
@@ -328,8 +355,8 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
   pqxx::result rows;
   {
     pqxx::nontransaction tx(*conn_, "aw_finish_and_claim");
-    rows = tx.exec_prepared(
-      "aw_finish_and_claim", opts_.worker_id, to_array_literal(jobs),
+    rows = run(
+      tx, "aw_finish_and_claim", opts_.worker_id, to_array_literal(jobs),
       to_array_literal(batches), opts_.completed_retention.count() == 0, queue,
       limit, max_bytes, default_deadline_ms, observed_kinds_,
       static_cast<int64_t>(opts_.fence_wait.count()), in_doubt, served_kinds_);
@@ -387,7 +414,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
     if (observed_done.empty())
       return;
     for (const auto& row :
-         tx->exec_prepared(stmt, to_array_literal(observed_done)))
+         run(*tx, stmt, to_array_literal(observed_done)))
       lane_rows.emplace(row["id"].as<int64_t>(),
                         row["row_json"].as<std::string>());
   };
@@ -395,7 +422,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
   if (!lane_jobs.empty()) {
     if (deleting)
       read_lane_rows("aw_lane_rows_deleted");
-    auto rows = tx->exec_prepared("aw_finish_lane", opts_.worker_id,
+    auto rows = run(*tx, "aw_finish_lane", opts_.worker_id,
                                   to_array_literal(lane_jobs),
                                   to_array_literal(lane_batches),
                                   to_array_literal(lane_done), deleting,
@@ -431,7 +458,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
       completed_attempts.push_back(outcomes[i].attempt);
     }
   if (!completed.empty()) {
-    auto rows = tx->exec_prepared(deleting ? "aw_complete_delete"
+    auto rows = run(*tx, deleting ? "aw_complete_delete"
                                            : "aw_complete",
                                   to_array_literal(completed), opts_.worker_id,
                                   observed_kinds_, defaults::notify_channel,
@@ -455,7 +482,7 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
     }
   }
   auto single = [&](const char* stmt, auto&&... args) -> std::optional<std::string> {
-    auto r = tx->exec_prepared(stmt, std::forward<decltype(args)>(args)...);
+    auto r = run(*tx, stmt, std::forward<decltype(args)>(args)...);
     if (r.empty())
       return std::nullopt;
     return r[0]["row_json"].template as<std::string>();
@@ -549,13 +576,13 @@ int64_t job_store::release(const std::vector<held_job>& jobs, bool started) {
   int64_t released = 0;
   pqxx::work tx(*conn_, "aw_release");
   if (!rows.empty()) {
-    auto r = tx.exec_prepared("aw_release", to_array_literal(rows),
+    auto r = run(tx, "aw_release", to_array_literal(rows),
                               opts_.worker_id, defaults::notify_channel,
                               started);
     released += r.empty() ? 0 : r[0]["released"].as<int64_t>();
   }
   if (!lane_jobs.empty()) {
-    auto r = tx.exec_prepared("aw_release_lane", opts_.worker_id,
+    auto r = run(tx, "aw_release_lane", opts_.worker_id,
                               to_array_literal(lane_jobs),
                               to_array_literal(lane_batches), started);
     released += r.empty() ? 0 : r[0]["released"].as<int64_t>();
@@ -581,12 +608,12 @@ heartbeat_report job_store::heartbeat(const std::vector<int64_t>& jobs,
   connect();
   pqxx::nontransaction tx(*conn_, "aw_heartbeat");
   if (!jobs.empty())
-    for (const auto& row : tx.exec_prepared("aw_heartbeat",
+    for (const auto& row : run(tx, "aw_heartbeat",
                                             to_array_literal(jobs),
                                             opts_.worker_id))
       out.jobs.push_back(row["id"].as<int64_t>());
   if (!batches.empty())
-    for (const auto& row : tx.exec_prepared("aw_heartbeat_batches",
+    for (const auto& row : run(tx, "aw_heartbeat_batches",
                                             to_array_literal(batches),
                                             opts_.worker_id))
       out.batches.push_back(row["id"].as<int64_t>());
@@ -597,8 +624,8 @@ std::vector<rescued_job> job_store::rescue(int limit) {
   connect();
   double window = opts_.reclaim_window.count() / 1000.0;
   pqxx::work tx(*conn_, "aw_rescue");
-  tx.exec_prepared("aw_expire_batches", window, limit);
-  auto rows = tx.exec_prepared("aw_rescue", window, opts_.max_retries, limit);
+  run(tx, "aw_expire_batches", window, limit);
+  auto rows = run(tx, "aw_rescue", window, opts_.max_retries, limit);
   tx.commit();
   std::vector<rescued_job> out;
   out.reserve(rows.size());
@@ -637,16 +664,16 @@ int64_t job_store::delete_expired(int batch) {
   connect();
   double seconds = opts_.completed_retention.count() / 1000.0;
   pqxx::work tx(*conn_, "aw_cleanup");
-  auto result = tx.exec_prepared("aw_cleanup", seconds, batch);
+  auto result = run(tx, "aw_cleanup", seconds, batch);
   int64_t deleted = result.affected_rows();
-  auto lanes = tx.exec_prepared("aw_cleanup_lanes", seconds, batch);
+  auto lanes = run(tx, "aw_cleanup_lanes", seconds, batch);
   deleted += lanes.empty() ? 0 : lanes[0]["deleted"].as<int64_t>();
   if (opts_.dead_letter_retention.count() > 0) {
     double dead_seconds = opts_.dead_letter_retention.count() / 1000.0;
-    deleted += tx.exec_prepared("aw_cleanup_dead_letters", dead_seconds, batch)
+    deleted += run(tx, "aw_cleanup_dead_letters", dead_seconds, batch)
                  .affected_rows();
   }
-  tx.exec_prepared("aw_cleanup_cancel_requests", batch);
+  run(tx, "aw_cleanup_cancel_requests", batch);
   tx.commit();
   return deleted;
 }
@@ -658,7 +685,7 @@ job_store::cancel_requests(const std::vector<int64_t>& jobs) {
   if (jobs.empty())
     return out;
   pqxx::nontransaction tx(*conn_, "aw_cancel_requests");
-  for (const auto& row : tx.exec_prepared("aw_cancel_requests",
+  for (const auto& row : run(tx, "aw_cancel_requests",
                                           to_array_literal(jobs)))
     out.push_back(row["job_id"].as<int64_t>());
   return out;
@@ -669,7 +696,7 @@ std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {
   std::vector<std::string> due;
   {
     pqxx::nontransaction tx(*conn_, "aw_dead_tuples");
-    for (const auto& row : tx.exec_prepared("aw_dead_tuples")) {
+    for (const auto& row : run(tx, "aw_dead_tuples")) {
       auto dead = row["n_dead_tup"].as<int64_t>();
       auto live = row["n_live_tup"].as<int64_t>();
       if (dead >= min_dead

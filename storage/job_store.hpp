@@ -26,6 +26,7 @@
 namespace pqxx {
 class connection_base;
 class result;
+class transaction_base;
 }
 
 namespace aw::storage {
@@ -51,6 +52,10 @@ struct job_store_options {
   /// How long a transaction may hold a lane's commit-order fence before the
   /// jobs waiting behind it are claimed the row-per-state way instead.
   std::chrono::milliseconds fence_wait{200};
+  /// Prepare the statements once per connection (named prepared
+  /// statements). Off behind a pooler in transaction mode, which may hand
+  /// each transaction a different server session.
+  bool prepared_statements = true;
 };
 
 class job_store {
@@ -155,6 +160,12 @@ public:
   pqxx::connection_base& connection();
 
 private:
+  /// Runs the runtime's statement `name` in `tx`: prepared on this
+  /// connection, or (opts_.prepared_statements off) sent with its text.
+  template <class... Args>
+  pqxx::result run(pqxx::transaction_base& tx, const char* name,
+                   Args&&... args);
+
   /// The jobs of claim rows, reading those of each lane batch claimed.
   claim_result read_batches(pqxx::result rows, const std::string& queue,
                             int64_t default_deadline_ms,

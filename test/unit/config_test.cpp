@@ -243,4 +243,26 @@ BOOST_AUTO_TEST_CASE(missing_file_is_a_clear_error) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(pooler_and_listen_url_decide_the_listen_connection) {
+  auto direct = aw::parse_config("[database]\nurl = \"postgresql://h/db\"\n",
+                                 "worker.toml");
+  BOOST_TEST(direct.database.pooler == "none");
+  BOOST_TEST(direct.database.notification_url() == "postgresql://h/db");
+  auto pooled = aw::parse_config(
+    "[database]\nurl = \"postgresql://bouncer/db\"\npooler = "
+    "\"transaction\"\n",
+    "worker.toml");
+  BOOST_TEST(pooled.database.notification_url().empty());
+  auto listening = aw::parse_config(
+    "[database]\nurl = \"postgresql://bouncer/db\"\npooler = "
+    "\"transaction\"\nlisten_url = \"postgresql://primary/db\"\n",
+    "worker.toml");
+  BOOST_TEST(listening.database.notification_url()
+             == "postgresql://primary/db");
+  auto msg = error_of("[database]\n\npooler = \"session\"\n");
+  BOOST_TEST(contains(msg, "worker.toml:3"), msg);
+  BOOST_TEST(contains(msg, "database.pooler"), msg);
+  BOOST_TEST(contains(msg, "\"transaction\""), msg);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
