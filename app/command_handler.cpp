@@ -41,6 +41,11 @@ constexpr std::chrono::milliseconds reap_poll{50};
 constexpr size_t read_chunk = 64 * 1024;
 constexpr int reads_per_turn = 16;
 
+/// Reads of a pipe after its child exited: what it wrote before is in the
+/// pipe (at most its capacity, 64 KiB by default, 1 MiB at most); a
+/// grandchild still writing is not waited for.
+constexpr int reads_after_exit = 32;
+
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -194,7 +199,7 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
     /// Why it is being stopped ("" while not): a cancellation, the timeout
     /// or the worker's shutdown.
     std::string stop_reason;
-    bool timed_out = false;
+    /// SIGKILL was sent.
     bool killed = false;
   };
 
@@ -252,8 +257,8 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
         auto data = events[i].data.u64;
         auto s = static_cast<source>(data & 7);
         if (s == source::wake) {
-          uint64_t count;
-          [[maybe_unused]] auto r = ::read(wakefd, &count, sizeof(count));
+          uint64_t ticks;
+          [[maybe_unused]] auto r = ::read(wakefd, &ticks, sizeof(ticks));
           continue;
         }
         auto it = children.find(data >> 3);
@@ -316,7 +321,6 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
         continue;
       auto& c = *it->second;
       if (what == timer::timeout) {
-        c.timed_out = true;
         terminate(c, "timed out after " + format_duration(c.cmd->timeout));
       } else if (!c.killed) {
         spdlog::warn("job {}: its command still runs {} after SIGTERM; "
@@ -492,11 +496,11 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
     c.input.shrink_to_fit();
   }
 
-  /// Reads what the pipe holds (at most a turn's worth unless `drain`).
-  void read_pipe(child& c, bool is_stdout, bool drain = false) {
+  /// Reads what the pipe holds, at most `reads` chunks.
+  void read_pipe(child& c, bool is_stdout, int reads = reads_per_turn) {
     int& fd = is_stdout ? c.out : c.err;
     char buf[read_chunk];
-    for (int turn = 0; fd >= 0 && (drain || turn < reads_per_turn); ++turn) {
+    for (int turn = 0; fd >= 0 && turn < reads; ++turn) {
       auto n = ::read(fd, buf, sizeof(buf));
       if (n > 0) {
         if (is_stdout)
@@ -523,8 +527,8 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
     bool known = r == c.pid;
     // What it wrote before it exited is in the pipes now; a grandchild
     // that still holds them open is not waited for.
-    read_pipe(c, true, true);
-    read_pipe(c, false, true);
+    read_pipe(c, true, reads_after_exit);
+    read_pipe(c, false, reads_after_exit);
     c.stdout_scan.finish();
     end_run(c, known, status);
     if (c.pidfd < 0)

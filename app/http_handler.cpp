@@ -68,7 +68,8 @@ std::string mask(std::string text, const std::vector<std::string>& secrets) {
 /// words long enough to be a token ("Bearer abc..." echoed as "abc...").
 std::vector<std::string> secrets_of(const http_kind_config& kind) {
   std::vector<std::string> out;
-  for (auto& [name, value] : kind.headers) {
+  for (auto& header : kind.headers) {
+    auto& value = header.value;
     if (value.size() >= 4)
       out.push_back(value);
     size_t pos = 0;
@@ -108,9 +109,9 @@ http_client::prepare(http_kind_config cfg) {
   auto k = std::make_shared<kind>();
   k->where = redacted_url(cfg.url);
   k->secrets = secrets_of(cfg);
-  for (auto& [name, value] : cfg.headers)
+  for (auto& h : cfg.headers)
     k->has_content_type = k->has_content_type
-                          || lower(name) == "content-type";
+                          || lower(h.name) == "content-type";
   k->cfg = std::move(cfg);
   return k;
 }
@@ -265,9 +266,10 @@ struct http_client::impl {
                                        "Content-Type: application/json");
     // No "Expect: 100-continue" round trip for large bodies.
     t->headers = ::curl_slist_append(t->headers, "Expect:");
-    for (auto& [name, value] : k.cfg.headers)
+    for (auto& h : k.cfg.headers)
       t->headers = ::curl_slist_append(
-        t->headers, (name + (value.empty() ? ";" : ": " + value)).c_str());
+        t->headers,
+        (h.name + (h.value.empty() ? ";" : ": " + h.value)).c_str());
     ::curl_easy_setopt(e, CURLOPT_URL, k.cfg.url.c_str());
     ::curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     ::curl_easy_setopt(e, CURLOPT_POST, 1L);

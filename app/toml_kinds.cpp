@@ -22,9 +22,11 @@ void register_toml_kinds(registry& reg, const std::vector<kind_config>& kinds) {
         commands = std::make_shared<command_runner>();
       reg.add_raw_async(k.name, command_handler(commands, *k.command));
     } else if (k.http) {
+      auto cfg = *k.http;
+      resolve_header_variables(cfg);
       if (!http)
         http = std::make_shared<http_client>();
-      reg.add_raw_async(k.name, http_handler(http, *k.http));
+      reg.add_raw_async(k.name, http_handler(http, std::move(cfg)));
     }
   }
 }

@@ -14,9 +14,11 @@ namespace aw {
 
 class registry;
 
-/// Registers `kinds` in `reg`. A kind the registry already has (a built-in
-/// one, registered first) is a config_error naming its file and line: a
-/// configuration cannot silently replace a kind the binary documents.
+/// Registers `kinds` in `reg`, replacing `${NAME}` in HTTP header values
+/// from the environment now (resolve_header_variables). A kind the
+/// registry already has (a built-in one, registered first) is a
+/// config_error naming its file and line: a configuration cannot silently
+/// replace a kind the binary documents; so is an unset variable.
 void register_toml_kinds(registry& reg, const std::vector<kind_config>& kinds);
 
 } // namespace aw

@@ -95,14 +95,25 @@ struct command_kind_config {
   std::chrono::milliseconds kill_grace = defaults::kill_grace;
 };
 
+/// A request header of an HTTP kind. Its value is a secret: never logged,
+/// never in an error message.
+struct http_header {
+  std::string name;
+  /// As configured, `${NAME}` references included until
+  /// resolve_header_variables() replaces them.
+  std::string value;
+  /// Where it is configured ("worker.toml:7: key
+  /// 'kinds.notify.http.headers.Authorization'"), for errors found later.
+  std::string where;
+};
+
 /// [kinds.NAME] http = {...}: a job kind POSTed to a URL (see
 /// app/http_handler.hpp and the README).
 struct http_kind_config {
   /// http:// or https:// URL the job document is POSTed to.
   std::string url;
-  /// Request headers, `${NAME}` already replaced from the environment.
-  /// Secrets: never logged, never in an error message.
-  std::vector<std::pair<std::string, std::string>> headers;
+  /// Request headers, sorted by name.
+  std::vector<http_header> headers;
   /// The whole request (connect, send, response) may take this long; then
   /// it is aborted and retried. Greater than 0.
   std::chrono::milliseconds timeout = defaults::http_timeout;
@@ -152,6 +163,14 @@ std::string format_duration(std::chrono::milliseconds d);
 /// Parses a size: "65536", "512KiB", "64MiB", "1GiB" (also kB, MB, GB as
 /// powers of 1000). Throws std::invalid_argument quoting the bad text.
 int64_t parse_size(const std::string& text);
+
+/// Replaces every `${NAME}` in `kind`'s header values by the environment
+/// variable NAME. The loader only checks the references' syntax, so that
+/// commands other than `run` need none of the worker's secrets; the kinds'
+/// registration calls this. Throws config_error naming the file, line and
+/// key for an unset variable or a value that then holds a line break
+/// (never quoting the value).
+void resolve_header_variables(http_kind_config& kind);
 
 /// Loads and validates a TOML file. Unknown keys, wrong types and bad
 /// durations are rejected with the file, line and key in the message.

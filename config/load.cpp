@@ -8,6 +8,7 @@
 #include <set>
 #include <cctype>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -154,10 +155,12 @@ const toml::table* sub_table(const std::string& source, const toml::table& t,
   return node->as_table();
 }
 
-/// `value` with every `${NAME}` replaced by the environment variable NAME;
-/// an unset variable or a malformed reference is an error naming `key`
-/// (never quoting the value: it is a secret).
-std::string expand_env(const std::string& value, const std::string& at) {
+/// `value` with every `${NAME}` replaced by `lookup(NAME)`; a malformed
+/// reference, or a variable `lookup` does not know (nullptr), is an error
+/// at `at` (never quoting the value: it is a secret).
+std::string expand_variables(
+  const std::string& value, const std::string& at,
+  const std::function<const char*(const std::string&)>& lookup) {
   std::string out;
   size_t pos = 0;
   while (pos < value.size()) {
@@ -180,14 +183,21 @@ std::string expand_env(const std::string& value, const std::string& at) {
       throw config_error(at + ": '${" + name
                          + "}' is not an environment variable name (letters, "
                            "digits and '_', not starting with a digit)");
-    auto env = std::getenv(name.c_str());
-    if (env == nullptr)
+    auto found = lookup(name);
+    if (found == nullptr)
       throw config_error(at + ": environment variable " + name
                          + " is not set");
-    out += env;
+    out += found;
     pos = close + 1;
   }
   return out;
+}
+
+/// A header value holds a line break or NUL (header injection).
+void check_header_value(const std::string& value, const std::string& at) {
+  if (value.find_first_of("\r\n", 0) != std::string::npos
+      || value.find('\0') != std::string::npos)
+    throw config_error(at + ": the value contains a line break or NUL");
 }
 
 /// True for a character that may not appear in a header or variable name.
@@ -200,14 +210,16 @@ bool bad_name_char(char c, bool header) {
   return c == '=';
 }
 
-/// Reads a table of string values (`env`, `headers`) in file order.
-std::vector<std::pair<std::string, std::string>>
-read_string_table(const std::string& source, const toml::table& t,
-                  const std::string& prefix, const char* key, bool header) {
-  std::vector<std::pair<std::string, std::string>> out;
+/// Checks that every key of table `key` is a valid name (of a header or an
+/// environment variable) and every value a string; calls `fn(name, value,
+/// where)` for each, sorted by name.
+template <class F>
+void read_string_table(const std::string& source, const toml::table& t,
+                       const std::string& prefix, const char* key, bool header,
+                       F fn) {
   auto table = sub_table(source, t, key, prefix);
   if (!table)
-    return out;
+    return;
   for (auto&& [k, v] : *table) {
     std::string name{k.str()};
     auto full = prefix + key + "." + name;
@@ -218,19 +230,11 @@ read_string_table(const std::string& source, const toml::table& t,
                          + (header ? "header" : "variable") + " name");
     if (!v.is_string())
       throw config_error(where(source, v, full) + ": expected a string");
-    auto value = *v.value<std::string>();
-    if (header) {
-      value = expand_env(value, where(source, v, full));
-      if (value.find_first_of("\r\n", 0) != std::string::npos
-          || value.find('\0') != std::string::npos)
-        throw config_error(where(source, v, full)
-                           + ": the value contains a line break or NUL");
-    } else if (value.find('\0') != std::string::npos) {
+    auto value = *v.template value<std::string>();
+    if (value.find('\0') != std::string::npos)
       throw config_error(where(source, v, full) + ": the value contains NUL");
-    }
-    out.emplace_back(std::move(name), std::move(value));
+    fn(std::move(name), std::move(value), where(source, v, full));
   }
-  return out;
 }
 
 command_kind_config read_command_kind(const std::string& source,
@@ -259,7 +263,10 @@ command_kind_config read_command_kind(const std::string& source,
   if (c.argv.front().empty())
     throw config_error(where(source, node, p + "command")
                        + ": the program name is empty");
-  c.env = read_string_table(source, k, p, "env", false);
+  read_string_table(source, k, p, "env", false,
+                    [&](std::string name, std::string value, std::string) {
+                      c.env.emplace_back(std::move(name), std::move(value));
+                    });
   read_string(source, k, p, "cwd", c.cwd);
   if (k.get("cwd") && (c.cwd.empty() || c.cwd.find('\0') != std::string::npos))
     throw config_error(where(source, *k.get("cwd"), p + "cwd")
@@ -294,7 +301,16 @@ http_kind_config read_http_kind(const std::string& source,
          }))
     throw config_error(where(source, *url, hp + "url")
                        + ": expected an http:// or https:// URL with a host");
-  h.headers = read_string_table(source, *table, hp, "headers", true);
+  read_string_table(
+    source, *table, hp, "headers", true,
+    [&](std::string name, std::string value, std::string at) {
+      // The references' syntax now; their values when `run` registers the
+      // kind (resolve_header_variables).
+      check_header_value(
+        expand_variables(value, at, [](const std::string&) { return ""; }),
+        at);
+      h.headers.push_back({std::move(name), std::move(value), std::move(at)});
+    });
   read_duration(source, *table, hp, "timeout", h.timeout);
   if (h.timeout.count() <= 0)
     throw config_error(where(source, at(*table, "timeout"), hp + "timeout")
@@ -344,6 +360,15 @@ void read_kinds(const std::string& source, const toml::table& kinds,
 }
 
 } // namespace
+
+void resolve_header_variables(http_kind_config& kind) {
+  for (auto& h : kind.headers) {
+    h.value = expand_variables(h.value, h.where, [](const std::string& name) {
+      return std::getenv(name.c_str());
+    });
+    check_header_value(h.value, h.where);
+  }
+}
 
 std::chrono::milliseconds parse_duration(const std::string& text) {
   auto fail = [&](const std::string& why) {

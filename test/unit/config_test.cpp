@@ -285,15 +285,21 @@ http = { url = "https://hooks.example.com/jobs", timeout = "10s", headers = { Au
 url = "http://127.0.0.1:8080/run"
 )",
                               "worker.toml");
-  ::unsetenv("AW_TEST_API_TOKEN");
   BOOST_REQUIRE(cfg.kinds.size() == 2u);
   auto& h = *cfg.kinds[0].http;
   BOOST_TEST(h.url == "https://hooks.example.com/jobs");
   BOOST_TEST(h.timeout.count() == 10000);
   BOOST_REQUIRE(h.headers.size() == 2u);
-  BOOST_TEST(h.headers[0].first == "Authorization");
-  BOOST_TEST(h.headers[0].second == "Bearer s3cr3t-token");
-  BOOST_TEST(h.headers[1].second == "ops");
+  BOOST_TEST(h.headers[0].name == "Authorization");
+  // Loading checks the reference; `run` resolves it (when it registers
+  // the kind), so other commands need none of the worker's secrets.
+  BOOST_TEST(h.headers[0].value == "Bearer ${AW_TEST_API_TOKEN}");
+  BOOST_TEST(h.headers[0].where == "worker.toml:3: key "
+                                   "'kinds.notify.http.headers.Authorization'");
+  aw::resolve_header_variables(h);
+  ::unsetenv("AW_TEST_API_TOKEN");
+  BOOST_TEST(h.headers[0].value == "Bearer s3cr3t-token");
+  BOOST_TEST(h.headers[1].value == "ops");
   auto& p = *cfg.kinds[1].http;
   BOOST_TEST(p.timeout.count() == aw::defaults::http_timeout.count());
   BOOST_TEST(p.headers.empty());
@@ -301,16 +307,27 @@ url = "http://127.0.0.1:8080/run"
 
 BOOST_AUTO_TEST_CASE(an_unset_header_variable_names_file_line_and_key) {
   ::unsetenv("AW_TEST_UNSET_TOKEN");
-  auto msg = error_of("[kinds.notify.http]\nurl = \"http://h/x\"\n"
-                      "headers = { Authorization = \"${AW_TEST_UNSET_TOKEN}\" }\n");
-  BOOST_TEST(contains(msg, "worker.toml:3"), msg);
-  BOOST_TEST(contains(msg, "kinds.notify.http.headers.Authorization"), msg);
-  BOOST_TEST(contains(msg, "environment variable AW_TEST_UNSET_TOKEN is not "
+  auto cfg = aw::parse_config(
+    "[kinds.notify.http]\nurl = \"http://h/x\"\n"
+    "headers = { Authorization = \"${AW_TEST_UNSET_TOKEN}\" }\n",
+    "worker.toml");
+  std::string msg;
+  try {
+    aw::resolve_header_variables(*cfg.kinds.at(0).http);
+  } catch (const aw::config_error& e) {
+    msg = e.what();
+  }
+  BOOST_TEST(contains(msg, "worker.toml:3: key "
+                           "'kinds.notify.http.headers.Authorization': "
+                           "environment variable AW_TEST_UNSET_TOKEN is not "
                            "set"),
              msg);
+  // Malformed references are found at load.
   auto open = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
                        "headers = { A = \"${OOPS\" }\n");
-  BOOST_TEST(contains(open, "without a closing"), open);
+  BOOST_TEST(contains(open, "worker.toml:3: key 'kinds.n.http.headers.A': "
+                            "'${' without a closing"),
+             open);
   auto name = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
                        "headers = { A = \"${1X}\" }\n");
   BOOST_TEST(contains(name, "not an environment variable name"), name);
@@ -318,12 +335,24 @@ BOOST_AUTO_TEST_CASE(an_unset_header_variable_names_file_line_and_key) {
 
 BOOST_AUTO_TEST_CASE(header_values_never_appear_in_config_errors) {
   ::setenv("AW_TEST_MULTILINE", "secret-part-one\nsecret-part-two", 1);
-  auto msg = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
-                      "headers = { Authorization = \"${AW_TEST_MULTILINE}\" }\n");
+  auto cfg = aw::parse_config(
+    "[kinds.n.http]\nurl = \"http://h/x\"\n"
+    "headers = { Authorization = \"${AW_TEST_MULTILINE}\" }\n",
+    "worker.toml");
+  std::string msg;
+  try {
+    aw::resolve_header_variables(*cfg.kinds.at(0).http);
+  } catch (const aw::config_error& e) {
+    msg = e.what();
+  }
   ::unsetenv("AW_TEST_MULTILINE");
   BOOST_TEST(contains(msg, "worker.toml:3"), msg);
   BOOST_TEST(contains(msg, "line break"), msg);
   BOOST_TEST(!contains(msg, "secret"), msg);
+  auto literal = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
+                          "headers = { A = \"x\\r\\nInjected: 1\" }\n");
+  BOOST_TEST(contains(literal, "line break"), literal);
+  BOOST_TEST(!contains(literal, "Injected"), literal);
   auto bad_name = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
                            "headers = { \"Bad Name\" = \"v\" }\n");
   BOOST_TEST(contains(bad_name, "not a valid header name"), bad_name);

@@ -21,11 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <httplib.h>
-
 #include "actor_worker/app/http_handler.hpp"
 #include "actor_worker/app/registry.hpp"
 #include "actor_worker/app/toml_kinds.hpp"
+#include "support/http_test_server.hpp"
 
 namespace aw {
 std::ostream& operator<<(std::ostream& out, outcome_kind k);
@@ -38,109 +37,6 @@ namespace {
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
-
-/// An HTTP server on 127.0.0.1 and a free port, answering as each test
-/// needs; it records what it received.
-class test_server {
-public:
-  test_server() {
-    svr_.new_task_queue = [] { return new httplib::ThreadPool(256); };
-    svr_.Post("/ok", [](const auto&, auto& res) { res.status = 200; });
-    svr_.Post("/text", [](const auto&, auto& res) {
-      res.set_content("thanks", "text/plain");
-    });
-    svr_.Post("/outcome", [](const auto&, auto& res) {
-      res.set_content(R"({"outcome": "snooze", "for": "3s"})",
-                      "application/json");
-    });
-    svr_.Post("/bad-outcome", [](const auto&, auto& res) {
-      res.set_content(R"({"outcome": "later"})", "application/json");
-    });
-    svr_.Post("/429", [](const auto&, auto& res) {
-      res.status = 429;
-      res.set_header("Retry-After", "7");
-      res.set_content("slow down", "text/plain");
-    });
-    svr_.Post("/429-date", [](const auto&, auto& res) {
-      res.status = 429;
-      char date[64];
-      auto at = std::time(nullptr) + 120;
-      std::tm tm{};
-      ::gmtime_r(&at, &tm);
-      std::strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-      res.set_header("Retry-After", date);
-    });
-    svr_.Post("/503", [](const auto&, auto& res) { res.status = 503; });
-    svr_.Post("/503-after", [](const auto&, auto& res) {
-      res.status = 503;
-      res.set_header("Retry-After", "90");
-    });
-    svr_.Post("/404", [](const auto&, auto& res) {
-      res.status = 404;
-      res.set_content("no such endpoint", "text/plain");
-    });
-    svr_.Post("/500", [](const auto&, auto& res) {
-      res.status = 500;
-      res.set_content("internal error", "text/plain");
-    });
-    svr_.Post("/302", [](const auto&, auto& res) {
-      res.status = 302;
-      res.set_header("Location", "/ok");
-    });
-    svr_.Post("/slow", [](const auto&, auto& res) {
-      std::this_thread::sleep_for(3s);
-      res.status = 200;
-    });
-    svr_.Post("/echo-auth", [](const auto& req, auto& res) {
-      res.status = 401;
-      res.set_content("invalid credentials: "
-                        + req.get_header_value("Authorization"),
-                      "text/plain");
-    });
-    svr_.Post("/record", [this](const auto& req, auto& res) {
-      std::lock_guard<std::mutex> guard{mtx_};
-      content_type_ = req.get_header_value("Content-Type");
-      authorization_ = req.get_header_value("Authorization");
-      body_ = req.body;
-      res.status = 204;
-    });
-    port_ = svr_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread{[this] { svr_.listen_after_bind(); }};
-    for (int i = 0; i < 250 && !svr_.is_running(); ++i)
-      std::this_thread::sleep_for(20ms);
-  }
-
-  ~test_server() {
-    svr_.stop();
-    thread_.join();
-  }
-
-  std::string url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-
-  std::string content_type() {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return content_type_;
-  }
-  std::string authorization() {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return authorization_;
-  }
-  std::string body() {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return body_;
-  }
-
-private:
-  httplib::Server svr_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mtx_;
-  std::string content_type_;
-  std::string authorization_;
-  std::string body_;
-};
 
 /// A registry with one HTTP kind "job" configured from TOML, as the binary
 /// reads it.
@@ -198,7 +94,7 @@ int threads_of_this_process() {
 BOOST_AUTO_TEST_SUITE(http_handler_test)
 
 BOOST_AUTO_TEST_CASE(a_2xx_completes_and_the_job_is_posted_as_json) {
-  test_server server;
+  aw::test::http_test_server server;
   ::setenv("AW_TEST_HTTP_TOKEN", "tok-123456789", 1);
   auto out = post(server.url("/record"),
                   ", headers = { Authorization = \"Bearer "
@@ -217,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_2xx_completes_and_the_job_is_posted_as_json) {
 }
 
 BOOST_AUTO_TEST_CASE(a_2xx_body_may_return_an_outcome) {
-  test_server server;
+  aw::test::http_test_server server;
   auto out = post(server.url("/outcome"));
   BOOST_TEST(out.kind == aw::outcome_kind::snoozed);
   BOOST_TEST(out.delay_ms == 3000);
@@ -227,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_2xx_body_may_return_an_outcome) {
 }
 
 BOOST_AUTO_TEST_CASE(status_429_and_503_retry_after_retry_after) {
-  test_server server;
+  aw::test::http_test_server server;
   auto seconds = post(server.url("/429"));
   BOOST_TEST(seconds.kind == aw::outcome_kind::retry_after);
   BOOST_TEST(seconds.delay_ms == 7000);
@@ -248,7 +144,7 @@ BOOST_AUTO_TEST_CASE(status_429_and_503_retry_after_retry_after) {
 }
 
 BOOST_AUTO_TEST_CASE(other_4xx_dead_letter_and_5xx_retry) {
-  test_server server;
+  aw::test::http_test_server server;
   auto missing = post(server.url("/404"));
   BOOST_TEST(missing.kind == aw::outcome_kind::terminal_failure);
   BOOST_TEST(missing.message
@@ -262,7 +158,7 @@ BOOST_AUTO_TEST_CASE(other_4xx_dead_letter_and_5xx_retry) {
 }
 
 BOOST_AUTO_TEST_CASE(a_timeout_is_retried) {
-  test_server server;
+  aw::test::http_test_server server;
   auto start = std::chrono::steady_clock::now();
   auto out = post(server.url("/slow"), ", timeout = \"300ms\"");
   auto took = std::chrono::steady_clock::now() - start;
@@ -281,7 +177,7 @@ BOOST_AUTO_TEST_CASE(a_refused_connection_is_retried) {
 }
 
 BOOST_AUTO_TEST_CASE(cancellation_aborts_the_request) {
-  test_server server;
+  aw::test::http_test_server server;
   aw::cancellation_token cancel;
   std::thread canceller{[&] {
     std::this_thread::sleep_for(200ms);
@@ -299,7 +195,7 @@ BOOST_AUTO_TEST_CASE(cancellation_aborts_the_request) {
 }
 
 BOOST_AUTO_TEST_CASE(header_values_and_url_secrets_never_reach_a_message) {
-  test_server server;
+  aw::test::http_test_server server;
   ::setenv("AW_TEST_HTTP_SECRET", "Bearer zz-very-secret-token", 1);
   // The server echoes the header into its error body.
   auto out = post(server.url("/echo-auth"),
