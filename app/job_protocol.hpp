@@ -8,7 +8,8 @@
 //
 //   {"id": 42, "kind": "send_email", "queue": "default",
 //    "args": {...},            the job's args
-//    "metadata": {...},        the job's metadata (null when it has none)
+//    "metadata": {...},        the job's metadata ({} unless set; null if
+//                              unreadable)
 //    "attempt": 3,             the attempt as the retry limit counts it
 //                              (error_count + 1: snoozes do not count)
 //    "error_count": 2,         failed attempts before this run
