@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actor_worker/config/defaults.hpp"
@@ -99,6 +100,59 @@ struct worker_config {
   int64_t local_queue_bytes = defaults::local_queue_bytes;
 };
 
+/// [kinds.NAME] command = [...]: a job kind run as a child process (see
+/// app/command_handler.hpp and the README).
+struct command_kind_config {
+  /// The program and its arguments, run without a shell; argv[0] without a
+  /// '/' is looked up in the worker's PATH. Not empty.
+  std::vector<std::string> argv;
+  /// Variables added to (or replacing) the worker's environment.
+  std::vector<std::pair<std::string, std::string>> env;
+  /// The child's working directory; empty: the worker's.
+  std::string cwd;
+  /// A run taking longer is stopped (SIGTERM, then SIGKILL after
+  /// kill_grace) and retried; 0 = none (the job's deadline still applies).
+  std::chrono::milliseconds timeout{0};
+  /// Between SIGTERM and SIGKILL to the child's process group.
+  std::chrono::milliseconds kill_grace = defaults::kill_grace;
+};
+
+/// A request header of an HTTP kind. Its value is a secret: never logged,
+/// never in an error message.
+struct http_header {
+  std::string name;
+  /// As configured, `${NAME}` references included until
+  /// resolve_header_variables() replaces them.
+  std::string value;
+  /// Where it is configured ("worker.toml:7: key
+  /// 'kinds.notify.http.headers.Authorization'"), for errors found later.
+  std::string where;
+};
+
+/// [kinds.NAME] http = {...}: a job kind POSTed to a URL (see
+/// app/http_handler.hpp and the README).
+struct http_kind_config {
+  /// http:// or https:// URL the job document is POSTed to.
+  std::string url;
+  /// Request headers, sorted by name.
+  std::vector<http_header> headers;
+  /// The whole request (connect, send, response) may take this long; then
+  /// it is aborted and retried. Greater than 0.
+  std::chrono::milliseconds timeout = defaults::http_timeout;
+};
+
+/// [kinds.NAME]: a job kind the binary runs without C++, exactly one of
+/// `command` and `http`.
+struct kind_config {
+  /// The job kind, as in the jobs.kind column.
+  std::string name;
+  /// Where it is configured ("worker.toml:12"), for errors found when it
+  /// is registered (a clash with a built-in kind).
+  std::string where;
+  std::optional<command_kind_config> command;
+  std::optional<http_kind_config> http;
+};
+
 /// A whole node's configuration.
 struct runtime_config {
   database_config database;
@@ -107,6 +161,8 @@ struct runtime_config {
   /// At least one queue; `default` with default concurrency when none is
   /// configured.
   std::vector<queue_config> queues;
+  /// [kinds.NAME]: job kinds run as commands or over HTTP, sorted by name.
+  std::vector<kind_config> kinds;
 
   /// Checks ranges and fills in the default queue. Throws config_error
   /// naming the offending key.
@@ -129,6 +185,14 @@ std::string format_duration(std::chrono::milliseconds d);
 /// Parses a size: "65536", "512KiB", "64MiB", "1GiB" (also kB, MB, GB as
 /// powers of 1000). Throws std::invalid_argument quoting the bad text.
 int64_t parse_size(const std::string& text);
+
+/// Replaces every `${NAME}` in `kind`'s header values by the environment
+/// variable NAME. The loader only checks the references' syntax, so that
+/// commands other than `run` need none of the worker's secrets; the kinds'
+/// registration calls this. Throws config_error naming the file, line and
+/// key for an unset variable or a value that then holds a line break
+/// (never quoting the value).
+void resolve_header_variables(http_kind_config& kind);
 
 /// Loads and validates a TOML file. Unknown keys, wrong types and bad
 /// durations are rejected with the file, line and key in the message.

@@ -107,6 +107,35 @@ constexpr int idle_poll_permits = 0;
 /// no timeout.
 constexpr std::chrono::milliseconds callback_timeout = 1h;
 
+/// A command handler's child gets this long between SIGTERM (cancelled,
+/// deadline, timeout, shutdown) and SIGKILL: long enough for a script to
+/// finish a write and exit cleanly, short enough that a stuck child frees
+/// its slot well before the executor gives the run up (one
+/// heartbeat_interval, 30 s, after a deadline).
+constexpr std::chrono::milliseconds kill_grace = 10s;
+
+/// The longest line of a command's stdout that is read as an outcome
+/// object; longer lines are skipped (and never held in memory).
+constexpr size_t command_outcome_line_max = 64 * 1024;
+
+/// The end of a failed command's stderr that becomes its error message:
+/// what a traceback's last frames and the exception need, and within the
+/// 4 KiB a job's last_error_message keeps.
+constexpr size_t command_stderr_tail = 4000;
+
+/// An HTTP kind's request is given up (and retried) after this long when
+/// its kind sets no timeout: longer than a healthy endpoint takes, shorter
+/// than a lease.
+constexpr std::chrono::milliseconds http_timeout = 30s;
+
+/// The most of an HTTP response body read for an outcome object (the rest
+/// is read and dropped, so the connection stays usable).
+constexpr size_t http_max_response = 1024 * 1024;
+
+/// The start of an error response's body that goes into the job's error
+/// message.
+constexpr size_t http_error_excerpt = 512;
+
 /// Jobs of one queue running at once on one node.
 constexpr int concurrency = 10;
 

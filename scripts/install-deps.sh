@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake make pkg-config ccache
   libcaf-dev libpqxx-dev libspdlog-dev libtomlplusplus-dev nlohmann-json3-dev
-  libcli11-dev libboost-test-dev
+  libcli11-dev libboost-test-dev libcurl4-openssl-dev libcpp-httplib-dev
   postgresql postgresql-client gawk
   pgbouncer
 )

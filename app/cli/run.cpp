@@ -13,6 +13,7 @@
 #include "actor_worker/app/builtin_kinds.hpp"
 #include "actor_worker/app/registry.hpp"
 #include "actor_worker/app/runtime.hpp"
+#include "actor_worker/app/toml_kinds.hpp"
 #include "actor_worker/messages/error.hpp"
 
 namespace aw::cli {
@@ -29,6 +30,8 @@ int run_worker(const runtime_config& cfg) {
   auto reg = std::make_shared<aw::registry>();
   // With the URL: also the test/diagnostic kind `record`.
   aw::register_builtin_kinds(*reg, cfg.database.url);
+  // [kinds.NAME]: command and HTTP kinds (a built-in name is refused).
+  aw::register_toml_kinds(*reg, cfg.kinds);
 
   caf::actor_system_config sys_cfg;
   // [scheduler]: CAF's default is at least 4 threads; handlers that block

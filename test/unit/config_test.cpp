@@ -265,4 +265,200 @@ BOOST_AUTO_TEST_CASE(pooler_and_listen_url_decide_the_listen_connection) {
   BOOST_TEST(contains(msg, "\"transaction\""), msg);
 }
 
+// -- [kinds.NAME]: command and HTTP kinds ----------------------------------------
+
+BOOST_AUTO_TEST_CASE(command_kinds_are_read_with_their_options) {
+  auto cfg = aw::parse_config(R"(
+[kinds.send_email]
+command = ["python3", "send.py", "--fast"]
+cwd = "/srv/app"
+env = { SMTP_HOST = "mail.local", MODE = "prod" }
+timeout = "5m"
+kill_grace = "3s"
+
+[kinds.resize]
+command = ["/usr/bin/resize"]
+)",
+                              "worker.toml");
+  // Sorted by name (TOML tables have no order).
+  BOOST_REQUIRE(cfg.kinds.size() == 2u);
+  auto& k = cfg.kinds[1];
+  BOOST_TEST(k.name == "send_email");
+  BOOST_TEST(k.where == "worker.toml:2");
+  BOOST_REQUIRE(k.command.has_value());
+  BOOST_TEST(!k.http.has_value());
+  BOOST_TEST((k.command->argv
+              == std::vector<std::string>{"python3", "send.py", "--fast"}));
+  BOOST_TEST(k.command->cwd == "/srv/app");
+  BOOST_REQUIRE(k.command->env.size() == 2u);
+  BOOST_TEST(k.command->env[1].first == "SMTP_HOST");
+  BOOST_TEST(k.command->env[1].second == "mail.local");
+  BOOST_TEST(k.command->timeout.count() == 300000);
+  BOOST_TEST(k.command->kill_grace.count() == 3000);
+  auto& r = cfg.kinds[0];
+  BOOST_TEST(r.name == "resize");
+  BOOST_TEST(r.command->timeout.count() == 0);
+  BOOST_TEST(r.command->kill_grace.count() == aw::defaults::kill_grace.count());
+  BOOST_TEST(r.command->env.empty());
+}
+
+BOOST_AUTO_TEST_CASE(http_kinds_take_header_values_from_the_environment) {
+  ::setenv("AW_TEST_API_TOKEN", "s3cr3t-token", 1);
+  auto cfg = aw::parse_config(R"(
+[kinds.notify]
+http = { url = "https://hooks.example.com/jobs", timeout = "10s", headers = { Authorization = "Bearer ${AW_TEST_API_TOKEN}", X-Team = "ops" } }
+
+[kinds.plain.http]
+url = "http://127.0.0.1:8080/run"
+)",
+                              "worker.toml");
+  BOOST_REQUIRE(cfg.kinds.size() == 2u);
+  auto& h = *cfg.kinds[0].http;
+  BOOST_TEST(h.url == "https://hooks.example.com/jobs");
+  BOOST_TEST(h.timeout.count() == 10000);
+  BOOST_REQUIRE(h.headers.size() == 2u);
+  BOOST_TEST(h.headers[0].name == "Authorization");
+  // Loading checks the reference; `run` resolves it (when it registers
+  // the kind), so other commands need none of the worker's secrets.
+  BOOST_TEST(h.headers[0].value == "Bearer ${AW_TEST_API_TOKEN}");
+  BOOST_TEST(h.headers[0].where == "worker.toml:3: key "
+                                   "'kinds.notify.http.headers.Authorization'");
+  aw::resolve_header_variables(h);
+  ::unsetenv("AW_TEST_API_TOKEN");
+  BOOST_TEST(h.headers[0].value == "Bearer s3cr3t-token");
+  BOOST_TEST(h.headers[1].value == "ops");
+  auto& p = *cfg.kinds[1].http;
+  BOOST_TEST(p.timeout.count() == aw::defaults::http_timeout.count());
+  BOOST_TEST(p.headers.empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_unset_header_variable_names_file_line_and_key) {
+  ::unsetenv("AW_TEST_UNSET_TOKEN");
+  auto cfg = aw::parse_config(
+    "[kinds.notify.http]\nurl = \"http://h/x\"\n"
+    "headers = { Authorization = \"${AW_TEST_UNSET_TOKEN}\" }\n",
+    "worker.toml");
+  std::string msg;
+  try {
+    aw::resolve_header_variables(*cfg.kinds.at(0).http);
+  } catch (const aw::config_error& e) {
+    msg = e.what();
+  }
+  BOOST_TEST(contains(msg, "worker.toml:3: key "
+                           "'kinds.notify.http.headers.Authorization': "
+                           "environment variable AW_TEST_UNSET_TOKEN is not "
+                           "set"),
+             msg);
+  // Malformed references are found at load.
+  auto open = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
+                       "headers = { A = \"${OOPS\" }\n");
+  BOOST_TEST(contains(open, "worker.toml:3: key 'kinds.n.http.headers.A': "
+                            "'${' without a closing"),
+             open);
+  auto name = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
+                       "headers = { A = \"${1X}\" }\n");
+  BOOST_TEST(contains(name, "not an environment variable name"), name);
+}
+
+BOOST_AUTO_TEST_CASE(header_values_never_appear_in_config_errors) {
+  ::setenv("AW_TEST_MULTILINE", "secret-part-one\nsecret-part-two", 1);
+  auto cfg = aw::parse_config(
+    "[kinds.n.http]\nurl = \"http://h/x\"\n"
+    "headers = { Authorization = \"${AW_TEST_MULTILINE}\" }\n",
+    "worker.toml");
+  std::string msg;
+  try {
+    aw::resolve_header_variables(*cfg.kinds.at(0).http);
+  } catch (const aw::config_error& e) {
+    msg = e.what();
+  }
+  ::unsetenv("AW_TEST_MULTILINE");
+  BOOST_TEST(contains(msg, "worker.toml:3"), msg);
+  BOOST_TEST(contains(msg, "line break"), msg);
+  BOOST_TEST(!contains(msg, "secret"), msg);
+  auto literal = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
+                          "headers = { A = \"x\\r\\nInjected: 1\" }\n");
+  BOOST_TEST(contains(literal, "line break"), literal);
+  BOOST_TEST(!contains(literal, "Injected"), literal);
+  auto bad_name = error_of("[kinds.n.http]\nurl = \"http://h/x\"\n"
+                           "headers = { \"Bad Name\" = \"v\" }\n");
+  BOOST_TEST(contains(bad_name, "not a valid header name"), bad_name);
+}
+
+BOOST_AUTO_TEST_CASE(a_kind_needs_exactly_one_of_command_and_http) {
+  auto neither = error_of("[kinds.a]\ntimeout = \"1s\"\n");
+  BOOST_TEST(contains(neither, "worker.toml:1: key 'kinds.a'"), neither);
+  BOOST_TEST(contains(neither, "needs 'command'"), neither);
+  auto both = error_of("\n[kinds.b]\ncommand = [\"x\"]\n"
+                       "http = { url = \"http://h/\" }\n");
+  BOOST_TEST(contains(both, "worker.toml:2: key 'kinds.b'"), both);
+  BOOST_TEST(contains(both, "both 'command' and 'http'"), both);
+  auto empty = error_of("[kinds.c]\n");
+  BOOST_TEST(contains(empty, "kinds.c"), empty);
+  BOOST_TEST(contains(error_of("kinds = 3\n"), "expected a table"));
+  BOOST_TEST(contains(error_of("[kinds]\nd = \"x\"\n"), "expected a table"));
+}
+
+BOOST_AUTO_TEST_CASE(unknown_and_mistyped_kind_keys_name_the_key) {
+  auto unknown = error_of("[kinds.a]\ncommand = [\"x\"]\n\ntimout = \"1s\"\n");
+  BOOST_TEST(contains(unknown, "worker.toml:4: key 'kinds.a.timout': unknown "
+                               "key"),
+             unknown);
+  // An HTTP kind's options sit inside `http`.
+  auto outside = error_of("[kinds.h]\nhttp = { url = \"http://h/\" }\n"
+                          "timeout = \"1s\"\n");
+  BOOST_TEST(contains(outside, "worker.toml:3: key 'kinds.h.timeout': "
+                               "unknown key"),
+             outside);
+  auto inside = error_of("[kinds.h]\nhttp = { url = \"http://h/\", "
+                         "method = \"PUT\" }\n");
+  BOOST_TEST(contains(inside, "kinds.h.http.method"), inside);
+  auto string = error_of("[kinds.a]\ncommand = \"python3 send.py\"\n");
+  BOOST_TEST(contains(string, "worker.toml:2: key 'kinds.a.command': "
+                              "expected an array of strings"),
+             string);
+  BOOST_TEST(contains(error_of("[kinds.a]\ncommand = []\n"), "must name a "
+                                                             "program"));
+  BOOST_TEST(contains(error_of("[kinds.a]\ncommand = [\"x\", 1]\n"),
+                      "expected an array of strings"));
+  BOOST_TEST(contains(error_of("[kinds.a]\ncommand = [\"\"]\n"),
+                      "program name is empty"));
+  BOOST_TEST(contains(error_of("[kinds.a]\ncommand = [\"x\"]\nkill_grace = "
+                               "\"soon\"\n"),
+                      "kinds.a.kill_grace"));
+  BOOST_TEST(contains(error_of("[kinds.a]\ncommand = [\"x\"]\nenv = { "
+                               "A = 1 }\n"),
+                      "kinds.a.env.A"));
+  BOOST_TEST(contains(error_of("[kinds.a]\ncommand = [\"x\"]\ncwd = \"\"\n"),
+                      "kinds.a.cwd"));
+}
+
+BOOST_AUTO_TEST_CASE(http_kinds_need_a_valid_url_and_a_positive_timeout) {
+  auto missing = error_of("[kinds.h]\nhttp = { timeout = \"1s\" }\n");
+  BOOST_TEST(contains(missing, "worker.toml:2: key 'kinds.h.http': missing "
+                               "key 'url'"),
+             missing);
+  for (auto url : {"ftp://h/x", "localhost:8080", "http://", "http:///x",
+                   "http://h/a b"})
+    BOOST_TEST(contains(error_of(std::string{"[kinds.h]\nhttp = { url = \""}
+                                 + url + "\" }\n"),
+                        "expected an http:// or https:// URL"),
+               url);
+  auto zero = error_of("[kinds.h]\nhttp = { url = \"http://h/\", timeout = "
+                       "\"0\" }\n");
+  BOOST_TEST(contains(zero, "worker.toml:2: key 'kinds.h.http.timeout': "
+                            "must be greater than 0"),
+             zero);
+  BOOST_TEST(contains(error_of("[kinds.h]\nhttp = \"http://h/\"\n"),
+                      "expected a table"));
+}
+
+BOOST_AUTO_TEST_CASE(kind_names_are_bounded_and_printable) {
+  auto ctl = error_of("[kinds.\"a\\u0007b\"]\ncommand = [\"x\"]\n");
+  BOOST_TEST(contains(ctl, "without control characters"), ctl);
+  auto long_name = error_of("[kinds." + std::string(201, 'k')
+                            + "]\ncommand = [\"x\"]\n");
+  BOOST_TEST(contains(long_name, "1 to 200 bytes"), long_name);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

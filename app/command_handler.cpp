@@ -1,0 +1,657 @@
+#include "actor_worker/app/command_handler.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "actor_worker/app/job_protocol.hpp"
+#include "actor_worker/messages/printable.hpp"
+
+extern char** environ;
+
+namespace aw {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// How often children without a pidfd are checked with waitpid(WNOHANG).
+constexpr std::chrono::milliseconds reap_poll{50};
+
+/// Bytes read from one pipe per wake-up before the others get their turn.
+constexpr size_t read_chunk = 64 * 1024;
+constexpr int reads_per_turn = 16;
+
+/// Reads of a pipe after its child exited: what it wrote before is in the
+/// pipe (at most its capacity, 64 KiB by default, 1 MiB at most); a
+/// grandchild still writing is not waited for.
+constexpr int reads_after_exit = 32;
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void) pid;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+std::string signal_name(int sig) {
+  if (auto abbrev = ::sigabbrev_np(sig))
+    return std::string{"SIG"} + abbrev;
+  return "signal " + std::to_string(sig);
+}
+
+void set_nonblocking(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0)
+    ::close(fd);
+  fd = -1;
+}
+
+/// The last `cap` bytes of a stream.
+class tail_buffer {
+public:
+  explicit tail_buffer(size_t cap) : cap_(cap) {
+    // nop
+  }
+
+  void append(const char* data, size_t n) {
+    if (n >= cap_) {
+      buf_.assign(data + n - cap_, cap_);
+      cut_ = true;
+      return;
+    }
+    buf_.append(data, n);
+    if (buf_.size() > 2 * cap_) {
+      buf_.erase(0, buf_.size() - cap_);
+      cut_ = true;
+    }
+  }
+
+  /// The tail, trimmed, starting on a character boundary; "[...]" in front
+  /// when the stream was longer.
+  std::string str() const {
+    size_t begin = buf_.size() > cap_ ? buf_.size() - cap_ : 0;
+    bool cut = cut_ || begin > 0;
+    // Not in the middle of a UTF-8 sequence.
+    while (begin < buf_.size()
+           && (static_cast<unsigned char>(buf_[begin]) & 0xC0) == 0x80)
+      ++begin;
+    auto first = buf_.find_first_not_of(" \t\r\n", begin);
+    if (first == std::string::npos)
+      return {};
+    auto last = buf_.find_last_not_of(" \t\r\n");
+    return (cut ? "[...]" : "") + buf_.substr(first, last - first + 1);
+  }
+
+private:
+  size_t cap_;
+  std::string buf_;
+  bool cut_ = false;
+};
+
+/// Splits stdout into lines and keeps the last outcome object; lines longer
+/// than the bound are skipped without being held.
+class outcome_scanner {
+public:
+  void append(const char* data, size_t n) {
+    while (n > 0) {
+      auto nl = static_cast<const char*>(std::memchr(data, '\n', n));
+      size_t len = nl ? static_cast<size_t>(nl - data) : n;
+      if (!too_long_) {
+        if (line_.size() + len > defaults::command_outcome_line_max) {
+          too_long_ = true;
+          line_.clear();
+          line_.shrink_to_fit();
+        } else {
+          line_.append(data, len);
+        }
+      }
+      if (!nl)
+        return;
+      end_line();
+      data += len + 1;
+      n -= len + 1;
+    }
+  }
+
+  /// The stream ended: its last line counts even without a newline.
+  void finish() {
+    end_line();
+  }
+
+  const std::optional<nlohmann::json>& last() const {
+    return last_;
+  }
+
+private:
+  void end_line() {
+    if (!too_long_ && !line_.empty())
+      if (auto o = outcome_object(line_))
+        last_ = std::move(o);
+    too_long_ = false;
+    line_.clear();
+  }
+
+  std::string line_;
+  bool too_long_ = false;
+  std::optional<nlohmann::json> last_;
+};
+
+/// What epoll reports on, packed into its 64-bit user data.
+enum class source : uint64_t { wake = 0, exit = 1, in = 2, out = 3, err = 4 };
+
+uint64_t tag(uint64_t id, source s) {
+  return (id << 3) | static_cast<uint64_t>(s);
+}
+
+} // namespace
+
+struct command_runner::impl : std::enable_shared_from_this<impl> {
+  /// One running child.
+  struct child {
+    child(uint64_t id, int64_t job_id,
+          std::shared_ptr<const command_kind_config> cmd, std::string input,
+          job_promise done)
+      : id(id), job_id(job_id), cmd(std::move(cmd)), done(std::move(done)),
+        input(std::move(input)) {
+      // nop
+    }
+
+    uint64_t id;
+    int64_t job_id;
+    std::shared_ptr<const command_kind_config> cmd;
+    job_promise done;
+    pid_t pid = -1;
+    int pidfd = -1;
+    int in = -1;
+    int out = -1;
+    int err = -1;
+    std::string input;
+    size_t written = 0;
+    outcome_scanner stdout_scan;
+    tail_buffer stderr_tail{defaults::command_stderr_tail};
+    clock_type::time_point started;
+    /// Why it is being stopped ("" while not): a cancellation, the timeout
+    /// or the worker's shutdown.
+    std::string stop_reason;
+    /// SIGKILL was sent.
+    bool killed = false;
+  };
+
+  impl() {
+    epfd = ::epoll_create1(EPOLL_CLOEXEC);
+    wakefd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epfd < 0 || wakefd < 0)
+      throw std::system_error(errno, std::generic_category(),
+                              "command runner: epoll/eventfd");
+    add_fd(wakefd, EPOLLIN, tag(0, source::wake));
+  }
+
+  ~impl() {
+    close_fd(wakefd);
+    close_fd(epfd);
+  }
+
+  // -- called from any thread ---------------------------------------------------
+
+  /// Runs `fn` on the I/O thread.
+  void post(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      inbox.push_back(std::move(fn));
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wakefd, &one, sizeof(one));
+  }
+
+  // -- the I/O thread ----------------------------------------------------------
+
+  void add_fd(int fd, uint32_t events, uint64_t data) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = data;
+    ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  void loop() {
+    // A write to a stdin whose reader is gone fails with EPIPE instead of
+    // killing the worker: SIGPIPE stays blocked (and pending) on this
+    // thread. Children get an empty mask (see spawn).
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
+    std::vector<epoll_event> events(256);
+    for (;;) {
+      run_inbox();
+      if (stopping && children.empty())
+        return;
+      auto n = ::epoll_wait(epfd, events.data(), static_cast<int>(events.size()),
+                            wait_ms());
+      for (int i = 0; i < n; ++i) {
+        auto data = events[i].data.u64;
+        auto s = static_cast<source>(data & 7);
+        if (s == source::wake) {
+          uint64_t ticks;
+          [[maybe_unused]] auto r = ::read(wakefd, &ticks, sizeof(ticks));
+          continue;
+        }
+        auto it = children.find(data >> 3);
+        if (it == children.end())
+          continue;
+        auto& c = *it->second;
+        switch (s) {
+          case source::exit:
+            reap(c);
+            break;
+          case source::in:
+            write_input(c);
+            break;
+          case source::out:
+          case source::err:
+            read_pipe(c, s == source::out);
+            break;
+          default:
+            break;
+        }
+      }
+      fire_timers();
+    }
+  }
+
+  void run_inbox() {
+    std::vector<std::function<void()>> work;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      work.swap(inbox);
+    }
+    for (auto& fn : work)
+      fn();
+  }
+
+  /// Milliseconds to the next timer (-1: none).
+  int wait_ms() {
+    auto now = clock_type::now();
+    std::optional<clock_type::time_point> next;
+    if (!timers.empty())
+      next = std::get<0>(*timers.begin());
+    if (without_pidfd > 0 && (!next || *next > now + reap_poll))
+      next = now + reap_poll;
+    if (!next)
+      return -1;
+    if (*next <= now)
+      return 0;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now)
+                .count();
+    return static_cast<int>(std::min<int64_t>(ms + 1, 60'000));
+  }
+
+  void fire_timers() {
+    auto now = clock_type::now();
+    while (!timers.empty() && std::get<0>(*timers.begin()) <= now) {
+      auto [at, id, what] = *timers.begin();
+      timers.erase(timers.begin());
+      auto it = children.find(id);
+      if (it == children.end())
+        continue;
+      auto& c = *it->second;
+      if (what == timer::timeout) {
+        terminate(c, "timed out after " + format_duration(c.cmd->timeout));
+      } else if (!c.killed) {
+        spdlog::warn("job {}: its command still runs {} after SIGTERM; "
+                     "sending SIGKILL to its process group",
+                     c.job_id, format_duration(c.cmd->kill_grace));
+        signal_group(c, SIGKILL);
+        c.killed = true;
+      }
+    }
+    if (without_pidfd > 0) {
+      std::vector<child*> polled;
+      for (auto& [id, c] : children)
+        if (c->pidfd < 0)
+          polled.push_back(c.get());
+      for (auto* c : polled)
+        reap(*c);
+    }
+  }
+
+  void signal_group(child& c, int sig) {
+    // The child leads its own group; one that left it (setsid) still gets
+    // the signal itself.
+    if (::kill(-c.pid, sig) != 0 && errno == ESRCH)
+      ::kill(c.pid, sig);
+  }
+
+  /// Asks the child to stop (SIGTERM) and arms the SIGKILL.
+  void terminate(child& c, std::string why) {
+    if (!c.stop_reason.empty())
+      return;
+    c.stop_reason = std::move(why);
+    signal_group(c, SIGTERM);
+    timers.emplace(clock_type::now() + c.cmd->kill_grace, c.id, timer::kill);
+  }
+
+  void start(std::shared_ptr<child> c) {
+    if (stopping) {
+      c->done.fail("the worker is stopping");
+      return;
+    }
+    std::string error;
+    if (!spawn(*c, error)) {
+      c->done.fail("cannot run " + printable(c->cmd->argv.front()) + ": "
+                   + error);
+      return;
+    }
+    c->started = clock_type::now();
+    if (c->cmd->timeout.count() > 0)
+      timers.emplace(c->started + c->cmd->timeout, c->id, timer::timeout);
+    auto& ref = *c;
+    children.emplace(c->id, std::move(c));
+    count.store(children.size());
+    write_input(ref);
+    if (ref.in >= 0)
+      add_fd(ref.in, EPOLLOUT, tag(ref.id, source::in));
+  }
+
+  bool spawn(child& c, std::string& error) {
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    auto fail = [&](int code, const char* what) {
+      error = std::string{what} + ": " + std::strerror(code);
+      for (int* fd : {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1]})
+        close_fd(*fd);
+      return false;
+    };
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0
+        || ::pipe2(err, O_CLOEXEC) != 0)
+      return fail(errno, "pipe");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+    if (!c.cmd->cwd.empty())
+      posix_spawn_file_actions_addchdir_np(&actions, c.cmd->cwd.c_str());
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP
+                                      | POSIX_SPAWN_SETSIGMASK
+                                      | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, 0);
+    // The worker blocks SIGTERM and SIGINT (it takes them synchronously)
+    // and this thread SIGPIPE: a child must not inherit that.
+    sigset_t none, all;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    sigemptyset(&all);
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP)
+        sigaddset(&all, sig);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    std::vector<char*> argv;
+    for (auto& a : c.cmd->argv)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    std::vector<char*> envp;
+    char** env = environ;
+    if (!c.cmd->env.empty()) {
+      for (char** e = environ; *e != nullptr; ++e) {
+        std::string entry{*e};
+        auto name = entry.substr(0, entry.find('='));
+        bool replaced = false;
+        for (auto& [k, v] : c.cmd->env)
+          replaced = replaced || k == name;
+        if (!replaced)
+          env_strings.push_back(std::move(entry));
+      }
+      for (auto& [k, v] : c.cmd->env)
+        env_strings.push_back(k + "=" + v);
+      for (auto& s : env_strings)
+        envp.push_back(s.data());
+      envp.push_back(nullptr);
+      env = envp.data();
+    }
+    pid_t pid = -1;
+    int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), env);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    close_fd(in[0]);
+    close_fd(out[1]);
+    close_fd(err[1]);
+    if (rc != 0) {
+      auto what = c.cmd->cwd.empty()
+                    ? std::string{"spawn"}
+                    : "spawn (in " + printable(c.cmd->cwd) + ")";
+      return fail(rc, what.c_str());
+    }
+    c.pid = pid;
+    c.in = in[1];
+    c.out = out[0];
+    c.err = err[0];
+    set_nonblocking(c.in);
+    set_nonblocking(c.out);
+    set_nonblocking(c.err);
+    add_fd(c.out, EPOLLIN, tag(c.id, source::out));
+    add_fd(c.err, EPOLLIN, tag(c.id, source::err));
+    c.pidfd = open_pidfd(pid);
+    if (c.pidfd >= 0) {
+      ::fcntl(c.pidfd, F_SETFD, FD_CLOEXEC);
+      add_fd(c.pidfd, EPOLLIN, tag(c.id, source::exit));
+    } else {
+      ++without_pidfd;
+    }
+    return true;
+  }
+
+  void write_input(child& c) {
+    while (c.in >= 0 && c.written < c.input.size()) {
+      auto n = ::write(c.in, c.input.data() + c.written,
+                       c.input.size() - c.written);
+      if (n > 0) {
+        c.written += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        return;
+      // EPIPE: the child does not read its stdin (closed it, or exited).
+      if (errno == EPIPE) {
+        sigset_t pipe_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        timespec zero{0, 0};
+        ::sigtimedwait(&pipe_set, nullptr, &zero);
+      }
+      break;
+    }
+    // All written (or no reader): EOF on the child's stdin.
+    close_fd(c.in);
+    c.input.clear();
+    c.input.shrink_to_fit();
+  }
+
+  /// Reads what the pipe holds, at most `reads` chunks.
+  void read_pipe(child& c, bool is_stdout, int reads = reads_per_turn) {
+    int& fd = is_stdout ? c.out : c.err;
+    char buf[read_chunk];
+    for (int turn = 0; fd >= 0 && turn < reads; ++turn) {
+      auto n = ::read(fd, buf, sizeof(buf));
+      if (n > 0) {
+        if (is_stdout)
+          c.stdout_scan.append(buf, static_cast<size_t>(n));
+        else
+          c.stderr_tail.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        return;
+      // EOF or an error: the stream is over.
+      close_fd(fd);
+    }
+  }
+
+  /// The child may have exited: reaps it and ends its run.
+  void reap(child& c) {
+    int status = 0;
+    auto r = ::waitpid(c.pid, &status, WNOHANG);
+    if (r == 0)
+      return;
+    bool known = r == c.pid;
+    // What it wrote before it exited is in the pipes now; a grandchild
+    // that still holds them open is not waited for.
+    read_pipe(c, true, reads_after_exit);
+    read_pipe(c, false, reads_after_exit);
+    c.stdout_scan.finish();
+    end_run(c, known, status);
+    if (c.pidfd < 0)
+      --without_pidfd;
+    for (int* fd : {&c.pidfd, &c.in, &c.out, &c.err})
+      close_fd(*fd);
+    auto keep = children.at(c.id); // `c` lives until this returns
+    children.erase(c.id);
+    count.store(children.size());
+  }
+
+  void end_run(child& c, bool known, int status) {
+    auto& done = c.done;
+    auto tail = c.stderr_tail.str();
+    auto with_stderr = [&](std::string message) {
+      return message + (tail.empty() ? " (no output on stderr)" : ": " + tail);
+    };
+    std::string how;
+    if (!known)
+      how = "ended (its exit status was lost: is SIGCHLD ignored?)";
+    else if (WIFEXITED(status))
+      how = "exited with code " + std::to_string(WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+      how = std::string{"was killed by "} + signal_name(WTERMSIG(status))
+            + (WCOREDUMP(status) ? " (core dumped)" : "");
+    else
+      how = "ended with status " + std::to_string(status);
+    bool exited_0 = known && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!c.stop_reason.empty() && !exited_0) {
+      auto sent = c.killed ? "sent SIGTERM, then SIGKILL after "
+                               + format_duration(c.cmd->kill_grace)
+                           : std::string{"sent SIGTERM"};
+      done.fail(with_stderr("stopped (" + c.stop_reason + "; " + sent
+                            + "): the command " + how));
+      return;
+    }
+    if (exited_0) {
+      if (auto& o = c.stdout_scan.last())
+        finish_with_outcome_object(done, *o);
+      else
+        done.complete();
+      return;
+    }
+    if (known && WIFEXITED(status) && WEXITSTATUS(status) == 65) {
+      done.fail_terminal(with_stderr("the command " + how + " (EX_DATAERR)"));
+      return;
+    }
+    if (known && WIFEXITED(status) && WEXITSTATUS(status) == 75) {
+      done.fail(with_stderr("the command " + how + " (EX_TEMPFAIL)"));
+      return;
+    }
+    done.fail(with_stderr("the command " + how));
+  }
+
+  /// The worker stops: every child is asked to stop.
+  void stop_all() {
+    stopping = true;
+    for (auto& [id, c] : children)
+      terminate(*c, "the worker stopped");
+  }
+
+  mutable std::mutex mtx;
+  std::vector<std::function<void()>> inbox;
+  int epfd = -1;
+  int wakefd = -1;
+  bool stopping = false;
+  uint64_t next_id = 0;
+  std::atomic<size_t> count{0};
+  std::unordered_map<uint64_t, std::shared_ptr<child>> children;
+  /// What a timer does when it fires.
+  enum class timer : uint8_t { timeout, kill };
+  std::set<std::tuple<clock_type::time_point, uint64_t, timer>> timers;
+  int without_pidfd = 0;
+  std::thread thread;
+};
+
+command_runner::command_runner() : impl_(std::make_shared<impl>()) {
+  impl_->thread = std::thread{[i = impl_.get()] { i->loop(); }};
+}
+
+command_runner::~command_runner() {
+  impl_->post([i = impl_.get()] { i->stop_all(); });
+  impl_->thread.join();
+}
+
+void command_runner::start(std::shared_ptr<const command_kind_config> cmd,
+                           int64_t job_id, std::string input, job_promise done,
+                           const cancellation_token& cancel) {
+  // The id is taken here so the cancel callback can name the child; the
+  // I/O thread runs this start before any cancel posted after it.
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    id = ++impl_->next_id;
+  }
+  auto c = std::make_shared<impl::child>(id, job_id, std::move(cmd),
+                                         std::move(input), std::move(done));
+  impl_->post([i = impl_.get(), c = std::move(c)] { i->start(c); });
+  std::weak_ptr<impl> weak = impl_;
+  cancel.on_cancel([weak, id](const std::string& why) {
+    if (auto i = weak.lock())
+      i->post([i = i.get(), id, why] {
+        auto it = i->children.find(id);
+        if (it != i->children.end())
+          i->terminate(*it->second, why);
+      });
+  });
+}
+
+size_t command_runner::running() const {
+  return impl_->count.load();
+}
+
+registry::raw_async_handler
+command_handler(std::shared_ptr<command_runner> runner,
+                command_kind_config cmd) {
+  auto shared = std::make_shared<const command_kind_config>(std::move(cmd));
+  return [runner = std::move(runner), shared](const nlohmann::json& args,
+                                              const async_context& ctx,
+                                              job_promise done) {
+    runner->start(shared, ctx.id, job_document(args, ctx), std::move(done),
+                  ctx.cancel);
+  };
+}
+
+} // namespace aw
