@@ -17,31 +17,23 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include "cli_process.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 #include "support/http_test_server.hpp"
-
-extern char** environ;
 
 using namespace std::chrono_literals;
 using aw::test::contains;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+using aw::test::slurp;
 
 /// A scratch directory for scripts, the config and the worker's output,
 /// removed at the end.
@@ -61,73 +53,27 @@ struct scratch_dir {
   std::string path;
 };
 
-/// `actor-worker run --config CONFIG` in the background, stdout and stderr
-/// to files, with this process's environment and DATABASE_URL.
+/// `actor-worker run --config CONFIG --log-level trace` in the background
+/// (cli_process.hpp), its log being what it wrote to stdout and stderr.
 class worker_process {
 public:
   worker_process(const std::string& config, const std::string& url,
-                 const scratch_dir& dir)
-    : log_(dir.path + "/worker.log") {
-    std::vector<std::string> argv_s{aw::test::binary_path(), "run",
-                                    "--config", config, "--log-level",
-                                    "trace"};
-    std::vector<std::string> env_s;
-    for (char** e = environ; *e != nullptr; ++e)
-      if (std::string{*e}.rfind("DATABASE_URL=", 0) != 0)
-        env_s.emplace_back(*e);
-    env_s.push_back("DATABASE_URL=" + url);
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_s)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env_s)
-      envp.push_back(e.data());
-    envp.push_back(nullptr);
-    int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    BOOST_REQUIRE(fd >= 0);
-    pid_ = ::fork();
-    BOOST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::close(fd);
-      ::execve(argv[0], argv.data(), envp.data());
-      ::_exit(127);
-    }
-    ::close(fd);
-  }
-
-  ~worker_process() {
-    if (!exit_code_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
+                 const scratch_dir&)
+    : proc_({"run", "--config", config, "--log-level", "trace"}, url) {
   }
 
   /// SIGTERM, then the exit code (nothing if it did not exit in time).
   std::optional<int> stop(std::chrono::milliseconds timeout = 30s) {
-    ::kill(pid_, SIGTERM);
-    aw::test::wait_until(
-      [this] {
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) != pid_)
-          return false;
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status)
-                                       : 128 + WTERMSIG(status);
-        return true;
-      },
-      timeout);
-    return exit_code_;
+    proc_.signal(SIGTERM);
+    return proc_.wait_exit(timeout);
   }
 
   std::string log() const {
-    return slurp(log_);
+    return proc_.out() + proc_.err();
   }
 
 private:
-  std::string log_;
-  pid_t pid_ = -1;
-  std::optional<int> exit_code_;
+  aw::test::background_process proc_;
 };
 
 int64_t enqueue(const aw::test::fresh_database& db, const std::string& kind,
