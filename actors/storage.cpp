@@ -116,17 +116,35 @@ failure_destination destination_of(const storage::finish_report& r) {
   return out;
 }
 
+/// `text` ready for a log line: itself, or escaped into `buf` when it holds
+/// a byte printable() escapes (names never do: the schema forbids control
+/// characters in them).
+std::string_view loggable(const std::string& text, std::string& buf) {
+  for (unsigned char c : text)
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      buf = printable(text);
+      return buf;
+    }
+  return text;
+}
+
 /// One log line for a recorded outcome: completions at INFO, retries (with
 /// when) at WARN, dead letters at ERROR. Names the job, its kind and queue
 /// (escaped), and the attempt.
 void log_recorded(const job_outcome& o, const storage::finish_report& r) {
+  if (o.kind == outcome_kind::completed) {
+    // The line of nearly every job: formatted once, nothing copied.
+    std::string kind_buf;
+    std::string queue_buf;
+    spdlog::info("job {} (kind '{}', queue '{}', attempt {}) completed in {} ms",
+                 o.job_id, loggable(o.job_kind, kind_buf),
+                 loggable(o.queue, queue_buf), o.attempt, o.duration_ms);
+    return;
+  }
   auto job = fmt::format("job {} (kind '{}', queue '{}', attempt {})",
                          o.job_id, printable(o.job_kind), printable(o.queue),
                          o.attempt);
   switch (o.kind) {
-    case outcome_kind::completed:
-      spdlog::info("{} completed in {} ms", job, o.duration_ms);
-      return;
     case outcome_kind::snoozed:
       spdlog::info("{} snoozed for {}", job,
                    format_duration(std::chrono::milliseconds{o.delay_ms}));

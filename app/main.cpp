@@ -6,10 +6,10 @@
 
 #include <CLI/CLI.hpp>
 #include <pqxx/pqxx>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/app/cli/cli.hpp"
+#include "actor_worker/app/cli/log_sink.hpp"
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/error.hpp"
 #include "actor_worker/messages/printable.hpp"
@@ -120,7 +120,7 @@ void require_utf8(CLI::App& app) {
 int main(int argc, char** argv) {
   // Logs go to stderr, so stdout carries only command results (`enqueue`
   // prints the new id alone).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("actor-worker"));
+  install_stderr_logger();
 
   CLI::App app{"actor-worker: durable background jobs on PostgreSQL"};
   // One command; none, or an unknown one, is reported below by name.

@@ -123,8 +123,8 @@ std::string slurp(const std::string& path) {
 // -- port_reservation ----------------------------------------------------------
 
 port_reservation::port_reservation() {
-  int first = env_int("AW_FAULT_PORT_FIRST", 55400);
-  int last = env_int("AW_FAULT_PORT_LAST", 55499);
+  int first = env_int("AW_FAULT_PORT_FIRST", 25400);
+  int last = env_int("AW_FAULT_PORT_LAST", 25499);
   for (int port = first; port <= last; ++port) {
     auto lock = "/tmp/aw_fault_port_" + std::to_string(port) + ".lock";
     int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);

@@ -46,7 +46,7 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 /// A TCP port from AW_FAULT_PORT_FIRST..AW_FAULT_PORT_LAST (default
-/// 55400..55499), held for this object's lifetime: an flock on
+/// 25400..25499), held for this object's lifetime: an flock on
 /// /tmp/aw_fault_port_PORT.lock keeps other fault tests (in this or another
 /// build) off it even while the cluster is down, and the port was free for
 /// bind() when picked.
