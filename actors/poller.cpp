@@ -210,10 +210,11 @@ void cancel_on_request(poller_pointer self, const std::vector<int64_t>& ids) {
       return true;
     });
   for (auto& b : unstarted) {
-    spdlog::info("poller[{}]: job {} cancelled on request before it started",
-                 st.cfg.queue, b.job.id);
+    // (Logged by storage once the cancel is recorded, as every outcome.)
     job_outcome out;
     out.job_id = b.job.id;
+    out.job_kind = b.job.kind;
+    out.queue = b.job.queue;
     out.batch_id = b.job.batch_id;
     out.attempt = b.job.attempt;
     out.observed = !b.job.started_row.empty();
