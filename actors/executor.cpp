@@ -4,12 +4,19 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/actors/job_log.hpp"
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/error.hpp"
+#include "actor_worker/messages/printable.hpp"
 
 namespace aw {
 
 namespace {
+
+/// The run's job, for a log line about it.
+job_ref ref_of(const executor_run& run) {
+  return {run.job_id, run.kind, run.queue, run.attempt};
+}
 
 /// Arms timers of asynchronous handlers from any thread; they fire on the
 /// executor as timer_atom messages.
@@ -50,9 +57,10 @@ void finish(executor_pointer self, job_outcome outcome) {
   st.running_token->reset();
   auto id = run.job_id;
   if (run.lost) {
-    spdlog::warn("job {}: handler returned after the job stopped being "
-                 "ours ({}); its outcome is not recorded",
-                 id, run.cancel.reason());
+    log_job(spdlog::level::warn, ref_of(run),
+            "job {}: handler returned after the job stopped being ours ({}); "
+            "its outcome is not recorded",
+            id, run.cancel.reason());
     self->send(st.cfg.poller, done_atom::value, id, false, job_outcome{});
     return;
   }
@@ -75,9 +83,11 @@ void finish(executor_pointer self, job_outcome outcome) {
     }
     if (run.cancel_requested) {
       if (outcome.kind == outcome_kind::completed) {
-        spdlog::warn("job {}: completed although a cancel was requested "
-                     "(the handler did not stop); recorded as completed",
-                     id);
+        log_job(spdlog::level::warn,
+                job_ref{id, outcome.job_kind, outcome.queue, outcome.attempt},
+                "job {}: completed although a cancel was requested (the "
+                "handler did not stop); recorded as completed",
+                id);
       } else if (outcome.kind != outcome_kind::cancelled
                  || outcome.message.empty()) {
         // Whatever the handler returned: the operator asked to stop. What
@@ -179,8 +189,9 @@ executor_internal::behavior_type executor_behavior(executor_pointer self,
       auto& cur = st.current;
       cur.overran = true;
       auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
-      spdlog::warn("job {}: deadline of {} exceeded, cancelling the run",
-                   cur.job_id, limit);
+      log_job(spdlog::level::warn, ref_of(cur),
+              "job {}: deadline of {} exceeded, cancelling the run",
+              cur.job_id, limit);
       cur.cancel.cancel("deadline of " + limit + " exceeded");
       // The cancellation may have ended the run already (asynchronous
       // handlers end on it at once).
@@ -194,10 +205,11 @@ executor_internal::behavior_type executor_behavior(executor_pointer self,
         return;
       auto& cur = st.current;
       auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
-      spdlog::error("job {}: the handler still runs {} after its deadline of "
-                    "{} although it was cancelled; giving the run up as a "
-                    "deadline rescue (its late result will be ignored)",
-                    cur.job_id, format_duration(st.cfg.abandon_grace), limit);
+      log_job(spdlog::level::err, ref_of(cur),
+              "job {}: the handler still runs {} after its deadline of {} "
+              "although it was cancelled; giving the run up as a deadline "
+              "rescue (its late result will be ignored)",
+              cur.job_id, format_duration(st.cfg.abandon_grace), limit);
       st.cfg.runner->abandoned(cur.job_id);
       job_outcome out;
       out.kind = outcome_kind::abandoned;
@@ -227,11 +239,13 @@ executor_internal::behavior_type executor_behavior(executor_pointer self,
       try {
         fn();
       } catch (const std::exception& e) {
-        spdlog::error("job {}: a timer callback of its handler threw: {}",
-                      st.current.job_id, e.what());
+        log_job(spdlog::level::err, ref_of(st.current),
+                "job {}: a timer callback of its handler threw: {}",
+                st.current.job_id, printable(e.what()));
       } catch (...) {
-        spdlog::error("job {}: a timer callback of its handler threw",
-                      st.current.job_id);
+        log_job(spdlog::level::err, ref_of(st.current),
+                "job {}: a timer callback of its handler threw",
+                st.current.job_id);
       }
     },
   };

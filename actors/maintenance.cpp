@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/actors/job_log.hpp"
+
 #include "actor_worker/messages/error.hpp"
 #include "actor_worker/messages/printable.hpp"
 
@@ -58,18 +60,33 @@ void rescue(maintenance_pointer self) {
   self->request(self->state.cfg.store, caf::infinite, rescue_atom::value)
     .then(
       [self](const std::vector<rescued_job>& rescued) {
-        for (auto& r : rescued)
-          spdlog::warn("rescued job {} ({}, {}){}: {}", r.id, printable(r.kind),
-                       to_string(r.reason),
-                       r.dead_lettered ? ", moved to the dead letter queue"
-                                       : "",
-                       printable(r.message));
+        for (auto& r : rescued) {
+          auto kind = printable(r.kind);
+          auto queue = printable(r.queue);
+          log_job(spdlog::level::warn, job_ref{r.id, kind, queue, 0},
+                  "rescued job {} (kind '{}', queue '{}', {}){}: {}", r.id,
+                  kind, queue, to_string(r.reason),
+                  r.dead_lettered ? ", moved to the dead letter queue" : "",
+                  printable(r.message));
+        }
         next_rescue(self);
       },
       [self](caf::error&) {
         // storage already logged it at ERROR; try again next interval.
         next_rescue(self);
       });
+}
+
+void next_sample(maintenance_pointer self) {
+  self->delayed_send(self, self->state.cfg.sample_interval,
+                     sample_atom::value);
+}
+
+void sample(maintenance_pointer self) {
+  // Like rescues: the next sample waits for this one's reply.
+  self->request(self->state.cfg.store, caf::infinite, sample_atom::value)
+    .then([self](int64_t) { next_sample(self); },
+          [self](caf::error&) { next_sample(self); });
 }
 
 } // namespace
@@ -82,9 +99,12 @@ maintenance_behavior(maintenance_pointer self, maintenance_config cfg) {
   // catch up on).
   self->send(self, cleanup_atom::value);
   next_rescue(self);
+  if (self->state.cfg.sample_interval.count() > 0)
+    self->send(self, sample_atom::value);
   return {
     [self](cleanup_atom) { cleanup(self); },
     [self](rescue_atom) { rescue(self); },
+    [self](sample_atom) { sample(self); },
   };
 }
 

@@ -7,6 +7,10 @@
 // next rescue is armed when the previous one has replied, so rescues never
 // pile up behind a slow or hung connection.
 //
+// Every sample_interval (when metrics are on) it samples every queue's
+// depth by state for the observer, again on its own timer and one at a
+// time.
+//
 // Every cleanup_interval it deletes completed and cancelled rows past their
 // retention, in batches (a full batch goes again at once), then vacuums the
 // small lane tables (claim_batches, batch_completions, claim_cursors) whose
@@ -40,6 +44,9 @@ struct maintenance_config {
   /// so a dead worker's jobs run again within reclaim_window plus one
   /// interval (docs/delivery.md).
   std::chrono::milliseconds rescue_interval = defaults::heartbeat_interval;
+  /// Between samples of the queues' depth for the metrics
+  /// (metrics.queue_stats_interval); 0 = never.
+  std::chrono::milliseconds sample_interval{0};
 };
 
 struct maintenance_state {

@@ -163,10 +163,23 @@ void start_jobs(poller_pointer self) {
       exec = std::move(st.idle_executors.back());
       st.idle_executors.pop_back();
     }
+    if (auto& w = st.cfg.watcher) {
+      // Due -> claim (read by storage) plus claim -> start (buffered here).
+      auto wait = b.job.claim_wait_seconds;
+      if (wait >= 0)
+        wait += std::chrono::duration<double>(waited).count();
+      w->started(st.cfg.queue, b.job.kind, wait);
+    }
     self->send(exec, run_atom::value, std::move(b.job));
     st.running.emplace(id, started_job{std::move(exec), batch, b.claimed_at,
                                        bytes});
     st.running_bytes += bytes;
+  }
+  if (st.cfg.watcher
+      && st.reported_running != static_cast<int>(st.running.size())) {
+    st.reported_running = static_cast<int>(st.running.size());
+    st.cfg.watcher->slots(st.cfg.queue, st.reported_running,
+                          st.cfg.concurrency);
   }
   if (st.free_slots() > 0 && st.buffer.empty() && st.maybe_more) {
     if (!st.starved_since)

@@ -39,6 +39,7 @@
 #include "actor_worker/actors/backoff.hpp"
 #include "actor_worker/actors/job_runner.hpp"
 #include "actor_worker/messages/actors.hpp"
+#include "actor_worker/messages/observer.hpp"
 
 namespace aw {
 
@@ -75,6 +76,9 @@ struct poller_config {
   /// The idle poll gate, if the process has one: then this poller polls on
   /// the idle interval only while it holds a permit.
   poll_gate_actor gate;
+  /// Metrics (may be null): jobs started, with their wait since due, and
+  /// the running slots.
+  std::shared_ptr<observer> watcher;
 };
 
 /// A claimed job waiting in the buffer.
@@ -283,6 +287,9 @@ struct poller_state {
   /// total: what the exit log reports as time starved.
   std::optional<caf::actor_clock::time_point> starved_since;
   caf::actor_clock::duration_type starved_time{0};
+
+  /// The running count last reported to the observer.
+  int reported_running = -1;
 
   int free_slots() const {
     return cfg.concurrency - static_cast<int>(running.size());

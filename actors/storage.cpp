@@ -1,10 +1,13 @@
 #include "actor_worker/actors/storage.hpp"
 
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/actors/job_log.hpp"
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/error.hpp"
@@ -25,13 +28,57 @@ bool unavailable(const caf::error& err) {
          || code == ec::database_misconfigured;
 }
 
-/// A backend result as a reply, its error logged at ERROR on the way.
+/// Tells the observer (if any) how a statement of `operation` went.
+void observe(const storage_state& st, const char* operation,
+             const caf::error& err) {
+  if (!st.watcher)
+    return;
+  if (!err) {
+    st.watcher->database_reachable(true);
+    return;
+  }
+  st.watcher->database_error(operation);
+  if (unavailable(err))
+    st.watcher->database_reachable(false);
+}
+
+/// A backend result as a reply, its error logged at ERROR on the way and
+/// reported to the observer.
 template <class T>
-caf::result<T> logged(caf::expected<T>&& x) {
-  if (x)
+caf::result<T> logged(const storage_state& st, const char* operation,
+                      caf::expected<T>&& x) {
+  if (x) {
+    observe(st, operation, caf::error{});
     return std::move(*x);
+  }
+  observe(st, operation, x.error());
   spdlog::error("storage: {}", render(x.error()));
   return std::move(x.error());
+}
+
+/// Claimed jobs for the observer: how many, and (when it wants them) how
+/// long each waited since it became due, read in one more statement.
+void observe_claim(storage_state& st, const std::string& queue,
+                   claim_result& r) {
+  if (!st.watcher)
+    return;
+  st.watcher->claimed(queue, r.jobs.size());
+  if (r.jobs.empty() || !st.watcher->wants_wait_times())
+    return;
+  std::vector<int64_t> ids;
+  ids.reserve(r.jobs.size());
+  for (auto& j : r.jobs)
+    ids.push_back(j.id);
+  auto waits = st.store->wait_times(ids);
+  if (!waits) {
+    // Only a metric is missing: the claim stands.
+    observe(st, "wait_times", waits.error());
+    return;
+  }
+  std::unordered_map<int64_t, double> by_id(waits->begin(), waits->end());
+  for (auto& j : r.jobs)
+    if (auto i = by_id.find(j.id); i != by_id.end())
+      j.claim_wait_seconds = std::max(0.0, i->second);
 }
 
 /// Says in the log that a claim left jobs of kinds without a handler here
@@ -61,7 +108,9 @@ caf::result<claim_result> claimed(storage_state& st, const std::string& queue,
                                   caf::expected<claim_result>&& x) {
   if (x && !x->set_aside.empty())
     log_set_aside(st, queue, *x);
-  return logged(std::move(x));
+  if (x)
+    observe_claim(st, queue, *x);
+  return logged(st, "claim", std::move(x));
 }
 
 std::vector<job_outcome> pending_outcomes(const storage_state& st) {
@@ -86,9 +135,12 @@ void rescue_follow_ups(storage_pointer self,
                        const std::vector<job_event>& events) {
   if (events.empty())
     return;
-  if (auto err = self->state.store->enqueue_follow_ups(events))
+  if (auto err = self->state.store->enqueue_follow_ups(events)) {
     spdlog::error("storage: rescue follow-ups failed (the rescues stand): {}",
                   render(err));
+    if (auto& w = self->state.watcher)
+      w->follow_ups_failed("rescue");
+  }
 }
 
 /// Where a failed job went, from the committed row of its transition: a
@@ -128,47 +180,82 @@ std::string_view loggable(const std::string& text, std::string& buf) {
   return text;
 }
 
+/// Where a recorded outcome took its job, for the metrics.
+execution_result result_of(const job_outcome& o,
+                           const storage::finish_report& r) {
+  if (r.result == finish_result::stale)
+    return execution_result::lost;
+  switch (o.kind) {
+    case outcome_kind::completed:
+      return execution_result::completed;
+    case outcome_kind::snoozed:
+      return execution_result::snoozed;
+    case outcome_kind::cancelled:
+      return execution_result::cancelled;
+    case outcome_kind::waiting_callback:
+      return execution_result::parked;
+    case outcome_kind::terminal_failure:
+      return execution_result::dead_lettered;
+    default:
+      return r.has_event && r.event.type == event_type::exhausted
+               ? execution_result::dead_lettered
+               : execution_result::retried;
+  }
+}
+
 /// One log line for a recorded outcome: completions at INFO, retries (with
 /// when) at WARN, dead letters at ERROR. Names the job, its kind and queue
-/// (escaped), and the attempt.
+/// (escaped), and the attempt; JSON logs carry them as fields too.
 void log_recorded(const job_outcome& o, const storage::finish_report& r) {
-  if (o.kind == outcome_kind::completed) {
-    // The line of nearly every job: formatted once, nothing copied.
-    std::string kind_buf;
-    std::string queue_buf;
-    spdlog::info("job {} (kind '{}', queue '{}', attempt {}) completed in {} ms",
-                 o.job_id, loggable(o.job_kind, kind_buf),
-                 loggable(o.queue, queue_buf), o.attempt, o.duration_ms);
-    return;
-  }
-  auto job = fmt::format("job {} (kind '{}', queue '{}', attempt {})",
-                         o.job_id, printable(o.job_kind), printable(o.queue),
-                         o.attempt);
+  std::string kind_buf;
+  std::string queue_buf;
+  job_ref job{o.job_id, loggable(o.job_kind, kind_buf),
+              loggable(o.queue, queue_buf), o.attempt};
+  // The line of nearly every job: formatted once, nothing copied.
+  using spdlog::level::err;
+  using spdlog::level::info;
+  using spdlog::level::warn;
   switch (o.kind) {
+    case outcome_kind::completed:
+      log_job(info, job, "job {} (kind '{}', queue '{}', attempt {}) "
+                         "completed in {} ms",
+              job.id, job.kind, job.queue, job.attempt, o.duration_ms);
+      return;
     case outcome_kind::snoozed:
-      spdlog::info("{} snoozed for {}", job,
-                   format_duration(std::chrono::milliseconds{o.delay_ms}));
+      log_job(info, job, "job {} (kind '{}', queue '{}', attempt {}) "
+                         "snoozed for {}",
+              job.id, job.kind, job.queue, job.attempt,
+              format_duration(std::chrono::milliseconds{o.delay_ms}));
       return;
     case outcome_kind::cancelled:
-      spdlog::info("{} cancelled: {}", job, printable(o.message));
+      log_job(info, job, "job {} (kind '{}', queue '{}', attempt {}) "
+                         "cancelled: {}",
+              job.id, job.kind, job.queue, job.attempt, printable(o.message));
       return;
     case outcome_kind::waiting_callback:
-      spdlog::info("{} waits for an external callback (timeout {})", job,
-                   format_duration(std::chrono::milliseconds{o.delay_ms}));
+      log_job(info, job, "job {} (kind '{}', queue '{}', attempt {}) waits "
+                         "for an external callback (timeout {})",
+              job.id, job.kind, job.queue, job.attempt,
+              format_duration(std::chrono::milliseconds{o.delay_ms}));
       return;
     case outcome_kind::terminal_failure:
-      spdlog::error("{} failed for good: {}; moved to the dead letter queue",
-                    job, printable(o.message));
+      log_job(err, job, "job {} (kind '{}', queue '{}', attempt {}) failed "
+                        "for good: {}; moved to the dead letter queue",
+              job.id, job.kind, job.queue, job.attempt, printable(o.message));
       return;
     default: { // failures that may run again
       auto to = destination_of(r);
       if (to.dead_lettered)
-        spdlog::error("{} failed: {}; no attempts left: moved to the dead "
-                      "letter queue",
-                      job, printable(o.message));
+        log_job(err, job, "job {} (kind '{}', queue '{}', attempt {}) "
+                          "failed: {}; no attempts left: moved to the dead "
+                          "letter queue",
+                job.id, job.kind, job.queue, job.attempt,
+                printable(o.message));
       else
-        spdlog::warn("{} failed: {}; retry at {}", job, printable(o.message),
-                     to.run_at);
+        log_job(warn, job, "job {} (kind '{}', queue '{}', attempt {}) "
+                           "failed: {}; retry at {}",
+                job.id, job.kind, job.queue, job.attempt,
+                printable(o.message), to.run_at);
     }
   }
 }
@@ -193,6 +280,8 @@ void deliver(storage_pointer self, size_t first, size_t count,
                    p.outcome.job_id);
     else if (log_info || p.outcome.kind != outcome_kind::completed)
       log_recorded(p.outcome, r);
+    if (st.watcher)
+      st.watcher->recorded(p.outcome, result_of(p.outcome, r));
     auto& entry = by_poller[p.poller.address()];
     entry.first = p.poller;
     entry.second.push_back({p.outcome.job_id, p.outcome.kind, r.result});
@@ -223,6 +312,8 @@ caf::error record_instead(storage_pointer self, size_t i,
   spdlog::error("storage: cannot record the {} outcome of job {}, recording "
                 "a retryable failure instead: {}",
                 to_string(outcome.kind), outcome.job_id, why);
+  if (st.watcher)
+    st.watcher->follow_ups_failed("outcome");
   job_outcome failure = outcome;
   failure.kind = outcome_kind::retryable_failure;
   failure.message = "recording the outcome ("
@@ -292,6 +383,7 @@ void flush(storage_pointer self) {
       if (!failure)
         st.pending.clear();
     }
+    observe(st, "finish", failure);
     if (failure) {
       st.in_doubt = true;
       auto delay = st.flush_backoff.next();
@@ -316,9 +408,11 @@ void flush(storage_pointer self) {
 
 storage_internal::behavior_type
 storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
-                 hook_dispatcher_actor dispatcher) {
+                 hook_dispatcher_actor dispatcher,
+                 std::shared_ptr<observer> watcher) {
   self->state.store = std::move(store);
   self->state.dispatcher = std::move(dispatcher);
+  self->state.watcher = std::move(watcher);
   self->attach_functor([unrecorded = self->state.unrecorded] {
     if (*unrecorded > 0)
       spdlog::warn("storage: stopping with {} unrecorded outcome(s); those "
@@ -345,12 +439,15 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
             st.flush_backoff.reset();
             if (!fused->second.set_aside.empty())
               log_set_aside(st, req.queue, fused->second);
+            observe(st, "finish_and_claim", caf::error{});
+            observe_claim(st, req.queue, fused->second);
             return std::move(fused->second);
           }
           if (unavailable(fused.error())) {
             // The outcomes stay pending (perhaps committed): the flush
             // already on its way retries them.
             st.in_doubt = true;
+            observe(st, "finish_and_claim", fused.error());
             spdlog::error("storage: {}", render(fused.error()));
             return std::move(fused.error());
           }
@@ -365,6 +462,7 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
            const std::vector<int64_t>& batches)
       -> caf::result<std::vector<int64_t>, std::vector<int64_t>> {
       auto alive = self->state.store->heartbeat(jobs, batches);
+      observe(self->state, "heartbeat", alive ? caf::error{} : alive.error());
       if (!alive) {
         spdlog::error("storage: {}", render(alive.error()));
         return std::move(alive.error());
@@ -373,12 +471,17 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
     },
     [self](cancel_atom, const std::vector<int64_t>& jobs)
       -> caf::result<std::vector<int64_t>> {
-      return logged(self->state.store->cancel_requests(jobs));
+      return logged(self->state, "cancel_requests",
+                    self->state.store->cancel_requests(jobs));
     },
     [self](rescue_atom) -> caf::result<std::vector<rescued_job>> {
       auto rescued = self->state.store->rescue(defaults::rescue_batch);
       if (!rescued)
-        return logged(std::move(rescued));
+        return logged(self->state, "rescue", std::move(rescued));
+      observe(self->state, "rescue", caf::error{});
+      if (auto& w = self->state.watcher)
+        for (auto& r : *rescued)
+          w->rescued(r);
       std::vector<job_event> events;
       for (auto& r : *rescued) {
         job_event e;
@@ -412,19 +515,33 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
       flush(self);
       if (jobs.empty())
         return int64_t{0};
-      return logged(self->state.store->release(jobs, started));
+      return logged(self->state, "release",
+                    self->state.store->release(jobs, started));
     },
     [self](cleanup_atom) -> caf::result<int64_t> {
-      return logged(self->state.store->delete_expired(defaults::cleanup_batch));
+      return logged(self->state, "cleanup",
+                    self->state.store->delete_expired(defaults::cleanup_batch));
     },
     [self](vacuum_atom) -> caf::result<std::vector<std::string>> {
-      return logged(self->state.store->vacuum(defaults::vacuum_min_dead,
+      return logged(self->state, "vacuum",
+                    self->state.store->vacuum(defaults::vacuum_min_dead,
                                               defaults::vacuum_dead_share));
     },
     [self](check_atom) -> caf::result<bool> {
       if (auto err = self->state.store->check_schema())
         return err;
       return true;
+    },
+    [self](sample_atom) -> caf::result<int64_t> {
+      auto& st = self->state;
+      auto samples = st.store->sample_queues();
+      if (samples && st.watcher)
+        st.watcher->sampled(*samples);
+      caf::expected<int64_t> count{samples ? static_cast<int64_t>(samples->size())
+                                           : int64_t{0}};
+      if (!samples)
+        count = std::move(samples.error());
+      return logged(st, "sample_queues", std::move(count));
     },
     [self](flush_atom) { flush(self); },
   };

@@ -24,6 +24,7 @@
 
 #include "actor_worker/actors/backoff.hpp"
 #include "actor_worker/messages/actors.hpp"
+#include "actor_worker/messages/observer.hpp"
 #include "actor_worker/storage/backend.hpp"
 
 namespace aw {
@@ -39,6 +40,8 @@ struct storage_state {
 
   std::shared_ptr<storage::backend> store;
   hook_dispatcher_actor dispatcher;
+  /// Metrics and health (may be null).
+  std::shared_ptr<observer> watcher;
   /// Outcomes waiting for the next flush.
   std::vector<pending_outcome> pending;
   /// Their number, for the exit functor (which runs after the state is
@@ -65,9 +68,10 @@ using storage_pointer = storage_internal::stateful_pointer<storage_state>;
 
 /// The behavior of a storage actor over `store` (one connection, its own).
 /// Committed transitions of observed kinds go to `dispatcher` (may be
-/// null).
+/// null); what it does is reported to `watcher` (may be null).
 storage_internal::behavior_type
 storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
-                 hook_dispatcher_actor dispatcher);
+                 hook_dispatcher_actor dispatcher,
+                 std::shared_ptr<observer> watcher);
 
 } // namespace aw

@@ -53,6 +53,7 @@ void spawn_poller(supervisor_pointer self, const queue_config& q) {
   pc.default_deadline = q.deadline;
   pc.abandon_grace = st.cfg.config.worker.heartbeat_interval;
   pc.gate = st.gate;
+  pc.watcher = st.cfg.watcher;
   auto p = self->spawn<caf::linked>(poller_behavior, std::move(pc));
   st.pollers[q.name] = p;
 }
@@ -80,6 +81,8 @@ void spawn_maintenance(supervisor_pointer self) {
   mc.store = st.janitor;
   mc.cleanup_interval = st.cfg.config.worker.maintenance_interval;
   mc.rescue_interval = st.cfg.config.worker.heartbeat_interval;
+  mc.sample_interval = st.cfg.watcher ? st.cfg.sample_interval
+                                      : std::chrono::milliseconds{0};
   st.maintenance = caf::actor_cast<maintenance_actor>(
     self->spawn<caf::linked>(maintenance_behavior, std::move(mc)));
 }
@@ -175,7 +178,8 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
       = storage::make_pg_backend(opts, observed, follow_ups, served);
     return self->spawn<caf::detached + caf::linked>(storage_behavior,
                                                     std::move(backend),
-                                                    st.cfg.hooks);
+                                                    st.cfg.hooks,
+                                                    st.cfg.watcher);
   };
   // pool_size storage actors, one connection each: every one claims and
   // records outcomes (a claim commits the outcomes waiting on its
@@ -219,6 +223,8 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
             if (self->state.stopping)
               return;
             self->state.check_backoff.reset();
+            if (auto& w = self->state.cfg.watcher)
+              w->schema_checked(true);
             start_components(self);
           },
           [self](caf::error& err) {
@@ -230,6 +236,9 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
                 && (static_cast<ec>(err.code()) == ec::schema_outdated
                     || static_cast<ec>(err.code())
                          == ec::database_misconfigured)) {
+              if (st.cfg.watcher
+                  && static_cast<ec>(err.code()) == ec::schema_outdated)
+                st.cfg.watcher->schema_checked(false);
               spdlog::critical("{}", render(err));
               self->quit(err);
               return;
@@ -275,6 +284,8 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
       auto& st = self->state;
       auto promise = self->make_response_promise<int64_t>();
       st.stopping = true;
+      if (st.cfg.watcher)
+        st.cfg.watcher->draining();
       shut_down_helpers(self);
       spdlog::info("stopping: no new claims; draining running jobs");
       // Drain every poller, then let each storage actor commit what it

@@ -8,6 +8,7 @@
 // pollers, restarts a crashed poller, listener, maintenance or lease keeper
 // with backoff, and on stop drains the pollers, flushes storage and quits.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "actor_worker/actors/job_runner.hpp"
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/actors.hpp"
+#include "actor_worker/messages/observer.hpp"
 
 namespace aw {
 
@@ -39,6 +41,12 @@ struct supervisor_config {
   /// An idle poll gate shared with other runtimes (app/idle_poll_gate.hpp);
   /// when set it replaces worker.idle_poll_permits.
   poll_gate_actor shared_gate;
+  /// Metrics and health (may be null): storage, pollers and maintenance
+  /// report to it.
+  std::shared_ptr<observer> watcher;
+  /// How often maintenance samples the queues' depth for `watcher`; 0 =
+  /// never.
+  std::chrono::milliseconds sample_interval{0};
 };
 
 struct supervisor_state {

@@ -10,6 +10,7 @@
 
 #include "actor_worker/app/cli/cli.hpp"
 #include "actor_worker/app/cli/log_sink.hpp"
+#include "actor_worker/app/log_format.hpp"
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/error.hpp"
 #include "actor_worker/messages/printable.hpp"
@@ -351,6 +352,7 @@ int main(int argc, char** argv) {
 
   try {
     auto cfg = aw::resolve_config({common.config_file, common.database_url});
+    aw::configure_log_format(cfg.log);
     if (*migrate_cmd)
       return migrate_schema(cfg);
     if (*run_cmd)

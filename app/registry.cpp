@@ -140,25 +140,29 @@ registry& registry::on_event_kind(const std::string& kind, hook fn) {
   return *this;
 }
 
-void registry::run_hooks(const event& e) const {
+int registry::run_hooks(const event& e) const {
   auto i = hooks_.find(e.kind);
   if (i == hooks_.end())
-    return;
+    return 0;
   size_t n = 0;
+  int failures = 0;
   for (auto& fn : i->second) {
     ++n;
     try {
       fn(e);
     } catch (const std::exception& ex) {
+      ++failures;
       spdlog::error("hook #{} of kind '{}' threw on {} of job {}: {}", n,
                     printable(e.kind), to_string(e.type), e.job_id(),
                     printable(ex.what()));
     } catch (...) {
+      ++failures;
       spdlog::error("hook #{} of kind '{}' threw a non-standard exception on "
                     "{} of job {}",
                     n, printable(e.kind), to_string(e.type), e.job_id());
     }
   }
+  return failures;
 }
 
 std::vector<enqueue_request> registry::follow_ups(const event& e) const {

@@ -139,8 +139,8 @@ public:
     });
   }
 
-  /// Runs the hooks of `e.kind`; never throws.
-  void run_hooks(const event& e) const override;
+  /// Runs the hooks of `e.kind`; never throws. Returns how many threw.
+  int run_hooks(const event& e) const override;
 
   // -- durable follow-up jobs ---------------------------------------------------
   //

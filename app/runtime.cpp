@@ -14,7 +14,9 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/app/http_endpoint.hpp"
 #include "actor_worker/app/idle_poll_gate.hpp"
+#include "actor_worker/app/prometheus_observer.hpp"
 #include "actor_worker/app/registry_runner.hpp"
 #include "actor_worker/actors/hook_dispatcher.hpp"
 #include "actor_worker/actors/supervisor.hpp"
@@ -61,6 +63,24 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                        "DATABASE_URL)");
   cfg_ = cfg;
   worker_id_ = make_worker_id(cfg.worker.node);
+  auto ended = std::make_shared<std::promise<caf::error>>();
+  ended_ = ended->get_future().share();
+  if (!cfg.http.listen.empty()) {
+    std::vector<std::string> queues;
+    for (auto& q : cfg.queues)
+      queues.push_back(q.name);
+    observer_ = std::make_shared<prometheus_observer>(
+      reg->kinds(), std::move(queues), AW_VERSION);
+    // Before any actor starts: a port in use fails the start cleanly.
+    auto ended_view = ended_;
+    http_ = std::make_unique<http_endpoint>(
+      cfg.http,
+      [ended_view] {
+        return ended_view.wait_for(std::chrono::seconds{0})
+               != std::future_status::ready;
+      },
+      observer_);
+  }
   size_t threads = 0;
   for (auto& q : cfg.queues)
     threads += static_cast<size_t>(q.concurrency);
@@ -68,7 +88,8 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   // per concurrency slot, given back when idle.
   runner_ = std::make_shared<registry_runner>(reg, threads);
   // Hooks may block: the dispatcher gets a thread of its own.
-  auto hooks = sys.spawn<caf::detached>(hook_dispatcher_behavior, reg);
+  auto hooks = sys.spawn<caf::detached>(hook_dispatcher_behavior, reg,
+                                        std::shared_ptr<observer>{observer_});
   hooks_ = std::make_unique<caf::actor>(caf::actor_cast<caf::actor>(hooks));
   supervisor_config sc;
   sc.config = std::move(cfg);
@@ -78,9 +99,9 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   sc.hooks = hooks;
   if (gate_)
     sc.shared_gate = caf::actor_cast<poll_gate_actor>(gate_->actor());
+  sc.watcher = observer_;
+  sc.sample_interval = sc.config.metrics.queue_stats_interval;
   auto sup = sys.spawn(supervisor_behavior, std::move(sc));
-  auto ended = std::make_shared<std::promise<caf::error>>();
-  ended_ = ended->get_future().share();
   sup->attach_functor([ended](const caf::error& reason) {
     if (reason == caf::exit_reason::user_shutdown
         || reason == caf::exit_reason::normal)
@@ -115,6 +136,8 @@ stop_report runtime::stop(std::chrono::milliseconds handler_wait) {
   // Cut handlers off the actor system, then give the ones that ignored
   // their cancellation a last chance to return.
   stopped_report_.abandoned = runner_->stop(handler_wait);
+  // Probes answered "draining" until here.
+  http_.reset();
   if (stopped_report_.abandoned > 0)
     spdlog::warn("stopped: {} handler(s) still running after the drain and "
                  "{} more; they finish on their own, their results dropped",

@@ -72,13 +72,17 @@ struct stop_report {
 };
 
 class idle_poll_gate;
+class http_endpoint;
+class prometheus_observer;
 
 class runtime {
 public:
-  /// Starts a node: storage, schema check, pollers, listener, maintenance.
-  /// Returns at once; a database that is down only delays the start.
-  /// Throws config_error for an invalid configuration (an empty database
-  /// URL included: see resolve_config). `gate`: an idle poll gate shared
+  /// Starts a node: storage, schema check, pollers, listener, maintenance,
+  /// and with [http] listen set the HTTP endpoint (/healthz, /readyz,
+  /// /metrics: app/http_endpoint.hpp). Returns at once; a database that is
+  /// down only delays the start. Throws config_error for an invalid
+  /// configuration (an empty database URL included: see resolve_config),
+  /// std::runtime_error when http.listen cannot be bound. `gate`: an idle poll gate shared
   /// with other runtimes (app/idle_poll_gate.hpp), replacing
   /// worker.idle_poll_permits; the runtime keeps it alive.
   runtime(caf::actor_system& sys, runtime_config cfg,
@@ -180,6 +184,9 @@ private:
   std::unique_ptr<callback_connection> callback_conn_;
   std::string worker_id_;
   std::shared_ptr<registry_runner> runner_;
+  // With [http] listen: the metrics and health the endpoint serves.
+  std::shared_ptr<prometheus_observer> observer_;
+  std::unique_ptr<http_endpoint> http_;
   // Behind a pointer so this header needs only caf/fwd.hpp.
   std::unique_ptr<caf::actor> supervisor_;
   std::shared_future<caf::error> ended_;

@@ -153,6 +153,36 @@ struct kind_config {
   std::optional<http_kind_config> http;
 };
 
+/// [http]: the node's HTTP endpoint: /healthz, /readyz and /metrics
+/// (app/http_endpoint.hpp). Off unless `listen` is set.
+struct http_config {
+  /// "HOST:PORT" to listen on ("127.0.0.1:9464", "[::1]:9464"); empty: no
+  /// endpoint. Every example binds to loopback: the metrics name queues
+  /// and kinds, so expose it only to a scraper you trust.
+  std::string listen;
+  /// The host part of `listen` ("127.0.0.1", "::1").
+  std::string host() const;
+  /// The port part of `listen`.
+  int port() const;
+};
+
+/// [metrics]
+struct metrics_config {
+  /// How often the queues' depth by state and their oldest job's age are
+  /// sampled from the database for /metrics (one statement that reads only
+  /// the live jobs' indexes); 0 = never.
+  std::chrono::milliseconds queue_stats_interval
+    = defaults::queue_stats_interval;
+};
+
+/// [log]
+struct log_config {
+  /// "text" (one human-readable line per event) or "json" (one object per
+  /// line: time, level, message, and the job's id, kind, queue and attempt
+  /// where there is one).
+  std::string format = defaults::log_format;
+};
+
 /// A whole node's configuration.
 struct runtime_config {
   database_config database;
@@ -163,6 +193,9 @@ struct runtime_config {
   std::vector<queue_config> queues;
   /// [kinds.NAME]: job kinds run as commands or over HTTP, sorted by name.
   std::vector<kind_config> kinds;
+  http_config http;
+  metrics_config metrics;
+  log_config log;
 
   /// Checks ranges and fills in the default queue. Throws config_error
   /// naming the offending key.

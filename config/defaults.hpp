@@ -206,6 +206,13 @@ constexpr std::chrono::milliseconds report_interval = 10s;
 constexpr std::chrono::milliseconds backoff_initial = 1s;
 constexpr std::chrono::milliseconds backoff_max = 30s;
 
+/// How often the queues' depth is sampled for /metrics ([metrics]
+/// queue_stats_interval).
+constexpr std::chrono::milliseconds queue_stats_interval = 15s;
+
+/// Log line format ([log] format): "text" or "json".
+constexpr const char* log_format = "text";
+
 /// The channel the NOTIFY trigger and the listener share.
 constexpr const char* notify_channel = "actor_worker_jobs";
 

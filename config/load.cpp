@@ -532,6 +532,42 @@ void runtime_config::validate() {
   }
 }
 
+namespace {
+
+/// Splits "HOST:PORT" / "[V6]:PORT"; throws config_error saying what is
+/// wrong.
+std::pair<std::string, int> split_listen(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size())
+    throw config_error("expected \"HOST:PORT\" (for example "
+                       "\"127.0.0.1:9464\"), got \"" + listen + "\"");
+  auto host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  auto port_text = listen.substr(colon + 1);
+  int port = 0;
+  for (char c : port_text) {
+    if (c < '0' || c > '9' || port > 65535)
+      throw config_error("the port of \"" + listen
+                         + "\" is not a number from 1 to 65535");
+    port = port * 10 + (c - '0');
+  }
+  if (port < 1 || port > 65535 || host.empty())
+    throw config_error("the port of \"" + listen
+                       + "\" is not a number from 1 to 65535");
+  return {host, port};
+}
+
+} // namespace
+
+std::string http_config::host() const {
+  return split_listen(listen).first;
+}
+
+int http_config::port() const {
+  return split_listen(listen).second;
+}
+
 runtime_config parse_config(const std::string& toml_text,
                             const std::string& source) {
   toml::table root;
@@ -545,7 +581,8 @@ runtime_config parse_config(const std::string& toml_text,
   }
   runtime_config cfg;
   reject_unknown(source, root, "",
-                 {"database", "worker", "scheduler", "queues", "kinds"});
+                 {"database", "worker", "scheduler", "queues", "kinds",
+                  "http", "metrics", "log"});
   if (auto db = sub_table(source, root, "database", "")) {
     reject_unknown(source, *db, "database.",
                    {"url", "pool_size", "pooler", "listen_url"});
@@ -628,6 +665,31 @@ runtime_config parse_config(const std::string& toml_text,
   }
   if (auto ks = sub_table(source, root, "kinds", ""))
     read_kinds(source, *ks, cfg);
+  if (auto h = sub_table(source, root, "http", "")) {
+    reject_unknown(source, *h, "http.", {"listen"});
+    read_string(source, *h, "http.", "listen", cfg.http.listen);
+    if (!cfg.http.listen.empty()) {
+      try {
+        cfg.http.port();
+      } catch (const config_error& e) {
+        throw config_error(where(source, at(*h, "listen"), "http.listen")
+                           + ": " + e.what());
+      }
+    }
+  }
+  if (auto m = sub_table(source, root, "metrics", "")) {
+    reject_unknown(source, *m, "metrics.", {"queue_stats_interval"});
+    read_duration(source, *m, "metrics.", "queue_stats_interval",
+                  cfg.metrics.queue_stats_interval);
+  }
+  if (auto l = sub_table(source, root, "log", "")) {
+    reject_unknown(source, *l, "log.", {"format"});
+    read_string(source, *l, "log.", "format", cfg.log.format);
+    if (cfg.log.format != "text" && cfg.log.format != "json")
+      throw config_error(where(source, at(*l, "format"), "log.format")
+                         + ": expected \"text\" or \"json\", got \""
+                         + cfg.log.format + "\"");
+  }
   try {
     cfg.validate();
   } catch (const config_error& e) {

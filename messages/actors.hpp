@@ -104,7 +104,10 @@ using storage_actor = caf::typed_actor<
   caf::replies_to<cancel_atom, std::vector<int64_t>>::with<std::vector<int64_t>>,
   // Rescues, cluster-wide, jobs whose lease is older than the reclaim
   // window and callbacks that timed out; safe on many nodes at once.
-  caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>>;
+  caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>,
+  // Samples every queue's depth by state for the node's observer (metrics);
+  // replies with the number of queues sampled.
+  caf::replies_to<sample_atom>::with<int64_t>>;
 
 /// What only a storage actor sends itself.
 using storage_internal = storage_actor::extend<
@@ -182,7 +185,9 @@ using maintenance_internal = caf::typed_actor<
   // Time for the next cleanup round (retention deletes, then vacuums).
   caf::reacts_to<cleanup_atom>,
   // Time for the next rescue.
-  caf::reacts_to<rescue_atom>>;
+  caf::reacts_to<rescue_atom>,
+  // Time for the next sample of the queues' depth (metrics).
+  caf::reacts_to<sample_atom>>;
 
 /// Holds the LISTEN connection and turns NOTIFYs into wake-ups (and
 /// cancel requests of `jobs cancel`). Nothing else sends it anything.

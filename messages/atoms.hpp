@@ -70,5 +70,7 @@ using timer_atom = caf::atom_constant<caf::atom("timer")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 /// Vacuum the queue tables whose dead tuples passed their bound.
 using vacuum_atom = caf::atom_constant<caf::atom("vacuum")>;
+/// Sample the queues' depth for the metrics.
+using sample_atom = caf::atom_constant<caf::atom("sample")>;
 
 } // namespace aw

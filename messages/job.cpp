@@ -1,4 +1,5 @@
 #include "actor_worker/messages/job.hpp"
+#include "actor_worker/messages/observer.hpp"
 
 namespace aw {
 
@@ -34,6 +35,26 @@ const char* to_string(rescue_reason r) {
       return "deadline exceeded";
     case rescue_reason::expired_callback:
       return "expired callback";
+  }
+  return "?";
+}
+
+const char* to_string(execution_result r) {
+  switch (r) {
+    case execution_result::completed:
+      return "completed";
+    case execution_result::retried:
+      return "retried";
+    case execution_result::dead_lettered:
+      return "dead_lettered";
+    case execution_result::cancelled:
+      return "cancelled";
+    case execution_result::snoozed:
+      return "snoozed";
+    case execution_result::parked:
+      return "parked";
+    case execution_result::lost:
+      return "lost";
   }
   return "?";
 }

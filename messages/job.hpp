@@ -44,6 +44,9 @@ struct claimed_job {
   /// For kinds that hooks or follow-ups observe: the row as of the claim
   /// (JSON), for the `started` event fired when the handler starts.
   std::string started_row;
+  /// Seconds from the job's due time (run_at) to its claim, read only when
+  /// metrics want it (messages/observer.hpp); negative: unknown.
+  double claim_wait_seconds = -1;
 
   /// The memory this job holds while claimed, for the claim's byte bound.
   size_t bytes() const {
@@ -55,7 +58,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_job& x) {
   return f(caf::meta::type_name("claimed_job"), x.id, x.batch_id, x.kind,
            x.queue, x.args, x.priority, x.attempt, x.error_count,
-           x.max_attempts, x.metadata, x.deadline_ms, x.started_row);
+           x.max_attempts, x.metadata, x.deadline_ms, x.started_row,
+           x.claim_wait_seconds);
 }
 
 /// Jobs of one kind that a claim left for other workers: this one has no
@@ -178,6 +182,7 @@ const char* to_string(rescue_reason r);
 struct rescued_job {
   int64_t id = 0;
   std::string kind;
+  std::string queue;
   rescue_reason reason = rescue_reason::stale_heartbeat;
   /// It was its last attempt: moved to the dead letter queue.
   bool dead_lettered = false;
@@ -189,8 +194,8 @@ struct rescued_job {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rescued_job& x) {
-  return f(caf::meta::type_name("rescued_job"), x.id, x.kind, x.reason,
-           x.dead_lettered, x.message, x.job_json);
+  return f(caf::meta::type_name("rescued_job"), x.id, x.kind, x.queue,
+           x.reason, x.dead_lettered, x.message, x.job_json);
 }
 
 /// The points in a job's life that hooks observe.

@@ -51,8 +51,9 @@ public:
   /// True if `kind` has hooks.
   virtual bool has_hooks(const std::string& kind) const = 0;
 
-  /// Runs the hooks of `e.kind`; never throws.
-  virtual void run_hooks(const event& e) const = 0;
+  /// Runs the hooks of `e.kind`; never throws. Returns how many of them
+  /// threw (each is logged).
+  virtual int run_hooks(const event& e) const = 0;
 
   /// The kinds it can run: a worker claims only jobs of these (others wait
   /// for a worker that runs them).

@@ -22,6 +22,7 @@
 
 #include "actor_worker/messages/enqueue_request.hpp"
 #include "actor_worker/messages/job.hpp"
+#include "actor_worker/messages/observer.hpp"
 
 namespace aw::storage {
 
@@ -112,6 +113,17 @@ public:
   virtual caf::expected<std::vector<std::string>> vacuum(int64_t min_dead,
                                                          double share) = 0;
 
+  /// Seconds since each of `jobs` became due, by id (for the pickup
+  /// latency metric). The default knows none.
+  virtual caf::expected<std::vector<std::pair<int64_t, double>>>
+  wait_times(const std::vector<int64_t>& /*jobs*/) {
+    return std::vector<std::pair<int64_t, double>>{};
+  }
+  /// A sample of every queue's live jobs by state (for the queue-depth
+  /// metrics). The default has none.
+  virtual caf::expected<queue_samples> sample_queues() {
+    return queue_samples{};
+  }
   /// Verifies every table, column and function the statements use:
   /// ec::schema_outdated lists what is missing.
   virtual caf::error check_schema() = 0;

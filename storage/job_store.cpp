@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -163,6 +164,8 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_wait", sql::wait},
     {"aw_expire_batches", sql::expire_batches},
     {"aw_rescue", sql::rescue},
+    {"aw_wait_times", sql::wait_times},
+    {"aw_queue_samples", sql::queue_samples},
   };
   return all;
 }
@@ -633,6 +636,7 @@ std::vector<rescued_job> job_store::rescue(int limit) {
     rescued_job r;
     r.id = row["id"].as<int64_t>();
     r.kind = row["kind"].as<std::string>();
+    r.queue = row["queue"].as<std::string>();
     auto reason = row["reason"].as<std::string>();
     r.reason = reason == "expired_callback" ? rescue_reason::expired_callback
                                             : rescue_reason::stale_heartbeat;
@@ -688,6 +692,54 @@ job_store::cancel_requests(const std::vector<int64_t>& jobs) {
   for (const auto& row : run(tx, "aw_cancel_requests",
                                           to_array_literal(jobs)))
     out.push_back(row["job_id"].as<int64_t>());
+  return out;
+}
+
+std::vector<std::pair<int64_t, double>>
+job_store::wait_times(const std::vector<int64_t>& jobs) {
+  connect();
+  std::vector<std::pair<int64_t, double>> out;
+  if (jobs.empty())
+    return out;
+  pqxx::nontransaction tx(*conn_, "aw_wait_times");
+  auto rows = run(tx, "aw_wait_times", to_array_literal(jobs));
+  out.reserve(rows.size());
+  for (const auto& row : rows)
+    out.emplace_back(row[0].as<int64_t>(), row[1].as<double>());
+  return out;
+}
+
+queue_samples job_store::sample_queues() {
+  connect();
+  std::map<std::string, queue_sample> by_queue;
+  pqxx::read_transaction tx(*conn_, "aw_queue_samples");
+  for (const auto& row : run(tx, "aw_queue_samples")) {
+    auto queue = row["queue"].as<std::string>();
+    auto& q = by_queue[queue];
+    q.queue = queue;
+    auto state = row["state"].as<std::string>();
+    auto jobs = row["jobs"].is_null() ? 0 : row["jobs"].as<int64_t>();
+    if (state == "available") {
+      q.available += jobs;
+      if (!row["oldest"].is_null()) {
+        auto age = row["oldest_age"].as<double>();
+        q.oldest_available_age_seconds
+          = std::max(q.oldest_available_age_seconds, age);
+      }
+    } else if (state == "scheduled") {
+      q.scheduled += jobs;
+    } else if (state == "running") {
+      q.running += jobs;
+    } else if (state == "waiting_external") {
+      q.waiting_external += jobs;
+    } else if (state == "dead_lettered") {
+      q.dead_lettered += jobs;
+    }
+  }
+  queue_samples out;
+  out.reserve(by_queue.size());
+  for (auto& [name, q] : by_queue)
+    out.push_back(std::move(q));
   return out;
 }
 

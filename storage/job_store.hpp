@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actor_worker/messages/job.hpp"
+#include "actor_worker/messages/observer.hpp"
 #include "actor_worker/storage/backend.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 
@@ -150,6 +151,15 @@ public:
   /// Which of `jobs` (held by this worker) an operator asked to cancel
   /// (`actor-worker jobs cancel`), in no particular order.
   std::vector<int64_t> cancel_requests(const std::vector<int64_t>& jobs);
+
+  /// Seconds since each of `jobs` became due (its run_at), by id; jobs no
+  /// longer there are left out.
+  std::vector<std::pair<int64_t, double>>
+  wait_times(const std::vector<int64_t>& jobs);
+
+  /// One sample of every queue's live jobs by state and its oldest due
+  /// job (storage/sql/queue_samples.sql), sorted by queue.
+  queue_samples sample_queues();
 
   /// Vacuums each lane table (claim_batches, batch_completions,
   /// claim_cursors) whose dead tuples passed `min_dead` and `share` of its

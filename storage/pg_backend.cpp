@@ -59,6 +59,17 @@ public:
                    [&] { return store_.cancel_requests(jobs); });
   }
 
+  caf::expected<std::vector<std::pair<int64_t, double>>>
+  wait_times(const std::vector<int64_t>& jobs) override {
+    return guarded("reading the due times of claimed jobs",
+                   [&] { return store_.wait_times(jobs); });
+  }
+
+  caf::expected<queue_samples> sample_queues() override {
+    return guarded("sampling the queues' depth",
+                   [&] { return store_.sample_queues(); });
+  }
+
   caf::expected<std::vector<rescued_job>> rescue(int limit) override {
     return guarded("rescuing expired jobs",
                    [&] { return store_.rescue(limit); });

@@ -39,7 +39,7 @@ WITH stale AS (
     FROM stale
    WHERE j.id = stale.id
      AND j.error_count + 1 < coalesce(j.max_attempts, $2::integer + 1)
-  RETURNING j.id, j.kind, stale.reason, false AS dead, stale.message,
+  RETURNING j.id, j.kind, j.queue, stale.reason, false AS dead, stale.message,
             actor_worker_row_json(j)::text AS row
 ), dead AS (
   DELETE FROM job_rows AS j USING stale
@@ -47,9 +47,9 @@ WITH stale AS (
      AND j.error_count + 1 >= coalesce(j.max_attempts, $2::integer + 1)
   RETURNING j AS job, stale.reason, stale.message
 )
-SELECT id, kind, reason, dead, message, row FROM retried
+SELECT id, kind, queue, reason, dead, message, row FROM retried
 UNION ALL
-SELECT (d.job).id, (d.job).kind, d.reason, true, d.message,
+SELECT (d.job).id, (d.job).kind, (d.job).queue, d.reason, true, d.message,
        to_jsonb(actor_worker_dead_letter(d.job, d.message))::text
   FROM dead AS d
  ORDER BY 1

@@ -92,6 +92,8 @@ struct storage_script {
   std::vector<int64_t> cleanup_results;
   int cleanups = 0;
   int vacuums = 0;
+  /// Queue-depth samples asked for (metrics).
+  int samples = 0;
 };
 
 /// A storage actor that answers from a script. Cleanup and the schema
@@ -218,6 +220,12 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         BOOST_FAIL("the poller must not vacuum");
       ++s->vacuums;
       return {};
+    },
+    [=](sample_atom) -> int64_t {
+      if (!s->maintenance)
+        BOOST_FAIL("the poller must not sample the queues");
+      ++s->samples;
+      return 0;
     },
     [=](check_atom) -> bool {
       BOOST_FAIL("the poller must not run the schema check");

@@ -16,12 +16,14 @@ namespace {
 
 struct maintenance_fixture : fixture {
   void spawn_maintenance(std::chrono::milliseconds cleanup_interval,
-                         std::chrono::milliseconds rescue_interval = 30s) {
+                         std::chrono::milliseconds rescue_interval = 30s,
+                         std::chrono::milliseconds sample_interval = 0s) {
     script->maintenance = true;
     maintenance_config mc;
     mc.store = storage;
     mc.cleanup_interval = cleanup_interval;
     mc.rescue_interval = rescue_interval;
+    mc.sample_interval = sample_interval;
     auto m = sys->spawn(aw::maintenance_behavior, mc);
     spawned.push_back(caf::actor_cast<caf::actor>(m));
     run();
@@ -70,6 +72,24 @@ BOOST_AUTO_TEST_CASE(rescue_runs_every_rescue_interval_whatever_the_cleanup_inte
     advance(1s);
   BOOST_TEST(script->rescues == 4);
   BOOST_TEST(script->cleanups == 1);
+}
+
+BOOST_AUTO_TEST_CASE(queues_are_sampled_at_start_and_every_sample_interval) {
+  spawn_maintenance(10min, 10min, 15s);
+  BOOST_TEST(script->samples == 1);
+  advance(14s);
+  BOOST_TEST(script->samples == 1);
+  advance(1s);
+  BOOST_TEST(script->samples == 2);
+  for (int i = 0; i < 3; ++i)
+    advance(15s);
+  BOOST_TEST(script->samples == 5);
+}
+
+BOOST_AUTO_TEST_CASE(without_metrics_the_queues_are_never_sampled) {
+  spawn_maintenance(10s, 1s);
+  advance(5min);
+  BOOST_TEST(script->samples == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_rescue_is_tried_again_next_interval) {

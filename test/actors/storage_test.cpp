@@ -33,7 +33,8 @@ struct storage_fixture : fixture {
 
   storage_fixture() {
     backend->now = [this] { return now(); };
-    store = sys->spawn(storage_behavior, backend, hook_dispatcher_actor{});
+    store = sys->spawn(storage_behavior, backend, hook_dispatcher_actor{},
+                       std::shared_ptr<aw::observer>{});
     spawned.push_back(caf::actor_cast<caf::actor>(store));
   }
 

@@ -253,13 +253,14 @@ worker_process::worker_process(std::string label,
                                const std::vector<std::string>& args,
                                const std::string& database_url,
                                const std::string& log_dir,
-                               const std::vector<std::string>& extra_env)
+                               const std::vector<std::string>& extra_env,
+                               const std::string& program)
   : label_(std::move(label)),
     out_path_(log_dir + "/" + label_ + ".out"),
     err_path_(log_dir + "/" + label_ + ".err") {
   // Everything the child needs is built before fork(): after it, only
   // async-signal-safe calls.
-  std::vector<std::string> argv_s{binary_path()};
+  std::vector<std::string> argv_s{program.empty() ? binary_path() : program};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s;
   for (char** e = environ; *e != nullptr; ++e)
@@ -404,7 +405,8 @@ std::string fault_env::config(const worker_timings& t) {
       << "reclaim_window = \"" << t.reclaim_window << "\"\n"
       << "shutdown_drain = \"" << t.shutdown_drain << "\"\n"
       << "\n[queues.default]\n"
-      << "concurrency = " << t.concurrency << "\n";
+      << "concurrency = " << t.concurrency << "\n"
+      << t.extra_toml;
   BOOST_REQUIRE_MESSAGE(out.good(), "cannot write " << path);
   return path;
 }

@@ -132,10 +132,12 @@ private:
 /// failed, the tail of its stderr is printed.
 class worker_process {
 public:
-  /// `extra_env`: more NAME=VALUE entries for the child's environment.
+  /// `extra_env`: more NAME=VALUE entries for the child's environment;
+  /// `program`: another program to run instead (a Prometheus server).
   worker_process(std::string label, const std::vector<std::string>& args,
                  const std::string& database_url, const std::string& log_dir,
-                 const std::vector<std::string>& extra_env = {});
+                 const std::vector<std::string>& extra_env = {},
+                 const std::string& program = {});
   ~worker_process();
   worker_process(const worker_process&) = delete;
   worker_process& operator=(const worker_process&) = delete;
@@ -188,6 +190,8 @@ struct worker_timings {
   /// More NAME=VALUE entries for the worker's environment (e.g. PGAPPNAME,
   /// which names its database sessions in pg_stat_activity).
   std::vector<std::string> env;
+  /// More TOML appended to the config ([http], [log] ...).
+  std::string extra_toml;
 };
 
 /// Everything one fault test owns: a directory /tmp/aw_fault_PID_N_NAME

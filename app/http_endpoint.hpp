@@ -1,0 +1,48 @@
+#pragma once
+// The node's HTTP endpoint ([http] listen), on cpp-httplib:
+//
+//   GET /healthz   200 {"status":"ok"} while the node's actors run; 503
+//                  {"status":"stopped"} once the node ended.
+//   GET /readyz    200 {"ready":true,"reasons":[]} when the database is
+//                  reachable, the schema compatible and the node not
+//                  draining; otherwise 503 with the reasons.
+//   GET /metrics   every metric in the Prometheus text format.
+//
+// Probes are not logged (a kubelet asks every few seconds). Two threads
+// serve requests; nothing here touches the database.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "actor_worker/config/config.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace aw {
+
+class prometheus_observer;
+
+class http_endpoint {
+public:
+  /// Binds `cfg.listen` and starts serving. `alive` answers /healthz;
+  /// `metrics` answers /readyz and /metrics. Throws std::runtime_error
+  /// naming the address when it cannot bind (in use, not a local address).
+  http_endpoint(const http_config& cfg, std::function<bool()> alive,
+                std::shared_ptr<const prometheus_observer> metrics);
+
+  /// Stops serving and joins its threads.
+  ~http_endpoint();
+
+  http_endpoint(const http_endpoint&) = delete;
+  http_endpoint& operator=(const http_endpoint&) = delete;
+
+private:
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+} // namespace aw

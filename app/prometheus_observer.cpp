@@ -1,0 +1,343 @@
+#include "actor_worker/app/prometheus_observer.hpp"
+
+#include <sstream>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace aw {
+
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+// Handlers run from milliseconds to hours: 5 ms ... 6 h.
+const prometheus::Histogram::BucketBoundaries duration_buckets{
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900,
+  1800, 3600, 21600};
+
+// Pickup latency, from a job's due time to its start: 1 ms ... 1 h.
+const prometheus::Histogram::BucketBoundaries wait_buckets{
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+  60, 300, 900, 3600};
+
+// Jobs per claim: 1 ... the largest local queue.
+const prometheus::Histogram::BucketBoundaries claim_buckets{
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
+
+const char* const sampled_states[]
+  = {"available", "scheduled", "running", "waiting_external"};
+
+} // namespace
+
+nlohmann::json readiness::to_json() const {
+  return {{"ready", ready}, {"reasons", reasons}};
+}
+
+prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
+                                         std::vector<std::string> queues,
+                                         std::string version)
+  : registry_(std::make_shared<prometheus::Registry>()),
+    kinds_(kinds.begin(), kinds.end()),
+    started_(BuildCounter()
+               .Name("actor_worker_jobs_started_total")
+               .Help("Jobs whose handler started on this node.")
+               .Register(*registry_)),
+    executions_(BuildCounter()
+                  .Name("actor_worker_job_executions_total")
+                  .Help("Runs on this node whose outcome was recorded, by "
+                        "where they took the job (completed, retried, "
+                        "dead_lettered, cancelled, snoozed, parked, lost).")
+                  .Register(*registry_)),
+    rescues_(BuildCounter()
+               .Name("actor_worker_jobs_rescued_total")
+               .Help("Jobs of any node this node's maintenance rescued, by "
+                     "reason (stale_heartbeat, expired_callback) and "
+                     "whether they went to the dead letter queue.")
+               .Register(*registry_)),
+    duration_(BuildHistogram()
+                .Name("actor_worker_job_duration_seconds")
+                .Help("How long handlers ran on this node.")
+                .Register(*registry_)),
+    wait_(BuildHistogram()
+            .Name("actor_worker_job_queue_wait_seconds")
+            .Help("Pickup latency: from a job's due time (run_at) to its "
+                  "handler's start on this node.")
+            .Register(*registry_)),
+    claim_size_(BuildHistogram()
+                  .Name("actor_worker_claim_batch_size")
+                  .Help("Jobs per claim of this node (empty claims "
+                        "included).")
+                  .Register(*registry_)),
+    queue_jobs_(BuildGauge()
+                  .Name("actor_worker_queue_jobs")
+                  .Help("Jobs of the queue by state, cluster-wide, as of the "
+                        "last sample (every node exports the same numbers: "
+                        "aggregate with max by (queue, state)).")
+                  .Register(*registry_)),
+    oldest_age_(BuildGauge()
+                  .Name("actor_worker_queue_oldest_job_age_seconds")
+                  .Help("Age of the queue's oldest due available job since "
+                        "it became due, cluster-wide (0: none waiting).")
+                  .Register(*registry_)),
+    dead_letters_(BuildGauge()
+                    .Name("actor_worker_dead_letter_jobs")
+                    .Help("Dead letters of the queue, cluster-wide, as of "
+                          "the last sample.")
+                    .Register(*registry_)),
+    running_(BuildGauge()
+               .Name("actor_worker_jobs_running")
+               .Help("Handlers of the queue running on this node.")
+               .Register(*registry_)),
+    limit_(BuildGauge()
+             .Name("actor_worker_queue_concurrency_limit")
+             .Help("The queue's concurrency on this node.")
+             .Register(*registry_)),
+    free_slots_(BuildGauge()
+                  .Name("actor_worker_queue_free_slots")
+                  .Help("The queue's idle handler slots on this node.")
+                  .Register(*registry_)),
+    db_errors_(BuildCounter()
+                 .Name("actor_worker_database_errors_total")
+                 .Help("Statements of this node that failed, by operation.")
+                 .Register(*registry_)),
+    hook_failures_(BuildCounter()
+                     .Name("actor_worker_hook_failures_total")
+                     .Help("Lifecycle hooks that threw, by job kind.")
+                     .Register(*registry_)),
+    follow_up_failures_(BuildCounter()
+                          .Name("actor_worker_follow_up_failures_total")
+                          .Help("Follow-up jobs that could not be enqueued: "
+                                "stage outcome (the outcome was recorded as "
+                                "a retry instead) or rescue (the rescue "
+                                "stands without them).")
+                          .Register(*registry_)),
+    database_up_(BuildGauge()
+                   .Name("actor_worker_database_up")
+                   .Help("1 when this node's last statement reached the "
+                         "database, else 0.")
+                   .Register(*registry_)
+                   .Add({})),
+    ready_(BuildGauge()
+             .Name("actor_worker_ready")
+             .Help("1 when /readyz answers 200: database reachable, schema "
+                   "compatible, not draining.")
+             .Register(*registry_)
+             .Add({})) {
+  BuildGauge()
+    .Name("actor_worker_build_info")
+    .Help("The running actor-worker's version (value 1).")
+    .Register(*registry_)
+    .Add({{"version", std::move(version)}})
+    .Set(1);
+  // Every bounded series exists from the start, so rate() sees its first
+  // increase.
+  follow_up_failures_.Add({{"stage", "outcome"}});
+  follow_up_failures_.Add({{"stage", "rescue"}});
+  for (auto* op : {"claim", "finish", "finish_and_claim", "heartbeat",
+                   "cancel_requests", "rescue", "release", "cleanup", "vacuum",
+                   "sample_queues", "wait_times"})
+    db_errors_.Add({{"operation", op}});
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& kind : kinds_) {
+    hook_failures_.Add({{"kind", kind}});
+    for (auto& queue : queues) {
+      series_of(queue, kind);
+      for (auto* reason : {"stale_heartbeat", "expired_callback"})
+        for (auto* dead : {"true", "false"})
+          rescues_.Add({{"queue", queue},
+                        {"kind", kind},
+                        {"reason", reason},
+                        {"dead_lettered", dead}});
+    }
+  }
+  for (auto& queue : queues)
+    series_of(queue);
+}
+
+prometheus_observer::~prometheus_observer() = default;
+
+std::string prometheus_observer::scrape() const {
+  ready_.Set(ready().ready ? 1 : 0);
+  std::ostringstream out;
+  prometheus::TextSerializer{}.Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+readiness prometheus_observer::ready() const {
+  readiness r;
+  switch (database_.load(std::memory_order_relaxed)) {
+    case 0:
+      r.reasons.emplace_back("database not reached yet");
+      break;
+    case -1:
+      r.reasons.emplace_back("database unreachable");
+      break;
+    default:
+      break;
+  }
+  switch (schema_.load(std::memory_order_relaxed)) {
+    case 0:
+      r.reasons.emplace_back("schema not checked yet");
+      break;
+    case -1:
+      r.reasons.emplace_back("schema out of date: run `actor-worker migrate`");
+      break;
+    default:
+      break;
+  }
+  if (draining_.load(std::memory_order_relaxed))
+    r.reasons.emplace_back("draining: the node is stopping");
+  r.ready = r.reasons.empty();
+  return r;
+}
+
+void prometheus_observer::database_reachable(bool up) {
+  // A plain store per statement; the gauge follows at the next change.
+  int now = up ? 1 : -1;
+  if (database_.exchange(now, std::memory_order_relaxed) != now)
+    database_up_.Set(up ? 1 : 0);
+}
+
+void prometheus_observer::schema_checked(bool compatible) {
+  schema_.store(compatible ? 1 : -1, std::memory_order_relaxed);
+}
+
+void prometheus_observer::draining() {
+  draining_.store(true, std::memory_order_relaxed);
+}
+
+const std::string&
+prometheus_observer::kind_label(const std::string& kind) const {
+  auto i = kinds_.find(kind);
+  return i != kinds_.end() ? *i : other_kind_;
+}
+
+prometheus_observer::kind_series&
+prometheus_observer::series_of(const std::string& queue,
+                               const std::string& kind) {
+  // Under mtx_.
+  auto i = by_kind_.find(pair_less::view{queue, kind});
+  if (i != by_kind_.end())
+    return i->second;
+  kind_series s;
+  const auto& label = kind_label(kind);
+  s.started = &started_.Add({{"queue", queue}, {"kind", label}});
+  for (size_t r = 0; r < result_count; ++r)
+    s.executions[r] = &executions_.Add(
+      {{"queue", queue},
+       {"kind", label},
+       {"outcome", to_string(static_cast<execution_result>(r))}});
+  s.duration = &duration_.Add({{"queue", queue}, {"kind", label}},
+                              duration_buckets);
+  return by_kind_.emplace(std::make_pair(queue, kind), s).first->second;
+}
+
+prometheus_observer::queue_series&
+prometheus_observer::series_of(const std::string& queue) {
+  // Under mtx_.
+  auto i = by_queue_.find(std::string_view{queue});
+  if (i != by_queue_.end())
+    return i->second;
+  queue_series s;
+  s.wait = &wait_.Add({{"queue", queue}}, wait_buckets);
+  s.claim = &claim_size_.Add({{"queue", queue}}, claim_buckets);
+  s.running = &running_.Add({{"queue", queue}});
+  s.limit = &limit_.Add({{"queue", queue}});
+  s.free = &free_slots_.Add({{"queue", queue}});
+  return by_queue_.emplace(queue, s).first->second;
+}
+
+void prometheus_observer::claimed(const std::string& queue, size_t jobs) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  series_of(queue).claim->Observe(static_cast<double>(jobs));
+}
+
+void prometheus_observer::started(const std::string& queue,
+                                  const std::string& kind,
+                                  double wait_seconds) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  series_of(queue, kind).started->Increment();
+  if (wait_seconds >= 0)
+    series_of(queue).wait->Observe(wait_seconds);
+}
+
+void prometheus_observer::recorded(const job_outcome& o, execution_result r) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& s = series_of(o.queue, o.job_kind);
+  s.executions[static_cast<size_t>(r)]->Increment();
+  if (r != execution_result::lost)
+    s.duration->Observe(static_cast<double>(o.duration_ms) / 1000.0);
+}
+
+void prometheus_observer::rescued(const rescued_job& job) {
+  const char* reason = job.reason == rescue_reason::expired_callback
+                         ? "expired_callback"
+                         : job.reason == rescue_reason::deadline_exceeded
+                             ? "deadline_exceeded"
+                             : "stale_heartbeat";
+  rescues_
+    .Add({{"queue", job.queue},
+          {"kind", kind_label(job.kind)},
+          {"reason", reason},
+          {"dead_lettered", job.dead_lettered ? "true" : "false"}})
+    .Increment();
+}
+
+void prometheus_observer::database_error(const char* operation) {
+  db_errors_.Add({{"operation", operation}}).Increment();
+}
+
+void prometheus_observer::hooks_failed(const std::string& kind,
+                                       int failures) {
+  hook_failures_.Add({{"kind", kind_label(kind)}})
+    .Increment(static_cast<double>(failures));
+}
+
+void prometheus_observer::follow_ups_failed(const char* stage) {
+  follow_up_failures_.Add({{"stage", stage}}).Increment();
+}
+
+void prometheus_observer::slots(const std::string& queue, int running,
+                                int concurrency) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& s = series_of(queue);
+  s.running->Set(running);
+  s.limit->Set(concurrency);
+  s.free->Set(std::max(0, concurrency - running));
+}
+
+void prometheus_observer::sampled(const queue_samples& samples) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::set<std::string> seen;
+  for (auto& q : samples) {
+    seen.insert(q.queue);
+    const int64_t counts[] = {q.available, q.scheduled, q.running,
+                              q.waiting_external};
+    for (size_t i = 0; i < 4; ++i)
+      queue_jobs_.Add({{"queue", q.queue}, {"state", sampled_states[i]}})
+        .Set(static_cast<double>(counts[i]));
+    oldest_age_.Add({{"queue", q.queue}})
+      .Set(q.available > 0 ? q.oldest_available_age_seconds : 0.0);
+    dead_letters_.Add({{"queue", q.queue}})
+      .Set(static_cast<double>(q.dead_lettered));
+  }
+  // A queue that emptied out is 0 now, not its last depth.
+  for (auto& gone : sampled_queues_) {
+    if (seen.count(gone) > 0)
+      continue;
+    for (auto* state : sampled_states)
+      queue_jobs_.Add({{"queue", gone}, {"state", state}}).Set(0);
+    oldest_age_.Add({{"queue", gone}}).Set(0);
+    dead_letters_.Add({{"queue", gone}}).Set(0);
+  }
+  sampled_queues_ = std::move(seen);
+}
+
+} // namespace aw

@@ -1,0 +1,181 @@
+#pragma once
+// The node's observer for /metrics and the health probes: counts what the
+// actors report in prometheus-cpp metrics (Prometheus's naming: one
+// `actor_worker_` prefix, base units, `_total` counters) and keeps the
+// node's health for /readyz.
+//
+// Labels are bounded: queue, kind (this node's kinds; any other kind, met
+// only in rescues of other nodes' jobs, is "other"), outcome, state,
+// operation. Never a job id, args, error text or attempt.
+//
+// Metrics (README, "Metrics", documents each):
+//   actor_worker_jobs_started_total{queue,kind}                counter
+//   actor_worker_job_executions_total{queue,kind,outcome}      counter
+//   actor_worker_jobs_rescued_total{queue,kind,reason}         counter
+//   actor_worker_job_duration_seconds{queue,kind}              histogram
+//   actor_worker_job_queue_wait_seconds{queue}                 histogram
+//   actor_worker_claim_batch_size{queue}                       histogram
+//   actor_worker_queue_jobs{queue,state}                       gauge
+//   actor_worker_queue_oldest_job_age_seconds{queue}           gauge
+//   actor_worker_dead_letter_jobs{queue}                       gauge
+//   actor_worker_jobs_running{queue}                           gauge
+//   actor_worker_queue_concurrency_limit{queue}                gauge
+//   actor_worker_queue_free_slots{queue}                       gauge
+//   actor_worker_database_errors_total{operation}              counter
+//   actor_worker_hook_failures_total{kind}                     counter
+//   actor_worker_follow_up_failures_total{stage}               counter
+//   actor_worker_database_up, actor_worker_ready               gauge 0/1
+//   actor_worker_build_info{version}                           gauge 1
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actor_worker/messages/observer.hpp"
+
+namespace prometheus {
+class Counter;
+class Gauge;
+class Histogram;
+class Registry;
+template <class T>
+class Family;
+} // namespace prometheus
+
+namespace aw {
+
+/// What /readyz answers.
+struct readiness {
+  bool ready = false;
+  /// Why not ready: "database unreachable", "schema out of date", ...
+  std::vector<std::string> reasons;
+  /// {"ready": ..., "database": ..., "schema": ..., "draining": ...,
+  /// "reasons": [...]}.
+  nlohmann::json to_json() const;
+};
+
+class prometheus_observer final : public observer {
+public:
+  /// `kinds`: the kinds this node runs (the label values allowed for
+  /// `kind`); `queues`: the queues it serves; `version`: for
+  /// actor_worker_build_info. The series of these queues and kinds exist
+  /// from the start at 0, so rate() and the alert rules see their first
+  /// increase.
+  prometheus_observer(std::vector<std::string> kinds,
+                      std::vector<std::string> queues, std::string version);
+  ~prometheus_observer() override;
+
+  /// Every metric in the Prometheus text format (version 0.0.4).
+  std::string scrape() const;
+
+  /// The node's readiness: database reachable, schema compatible, not
+  /// draining.
+  readiness ready() const;
+
+  // -- observer ----------------------------------------------------------------
+
+  void database_reachable(bool up) override;
+  void schema_checked(bool compatible) override;
+  void draining() override;
+  bool wants_wait_times() const override {
+    return true;
+  }
+  void claimed(const std::string& queue, size_t jobs) override;
+  void started(const std::string& queue, const std::string& kind,
+               double wait_seconds) override;
+  void recorded(const job_outcome& outcome, execution_result r) override;
+  void rescued(const rescued_job& job) override;
+  void database_error(const char* operation) override;
+  void hooks_failed(const std::string& kind, int failures) override;
+  void follow_ups_failed(const char* stage) override;
+  void slots(const std::string& queue, int running, int concurrency) override;
+  void sampled(const queue_samples& samples) override;
+
+private:
+  static constexpr size_t result_count
+    = static_cast<size_t>(execution_result::lost) + 1;
+
+  /// The series of one (queue, kind).
+  struct kind_series {
+    prometheus::Counter* started = nullptr;
+    std::array<prometheus::Counter*, result_count> executions{};
+    prometheus::Histogram* duration = nullptr;
+  };
+
+  /// The series of one queue on this node.
+  struct queue_series {
+    prometheus::Histogram* wait = nullptr;
+    prometheus::Histogram* claim = nullptr;
+    prometheus::Gauge* running = nullptr;
+    prometheus::Gauge* limit = nullptr;
+    prometheus::Gauge* free = nullptr;
+  };
+
+  /// Orders (queue, kind) keys and looks them up by views, so a lookup
+  /// copies no string.
+  struct pair_less {
+    using is_transparent = void;
+    using view = std::pair<std::string_view, std::string_view>;
+    static view as_view(const std::pair<std::string, std::string>& p) {
+      return {p.first, p.second};
+    }
+    static const view& as_view(const view& v) {
+      return v;
+    }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return as_view(a) < as_view(b);
+    }
+  };
+
+  /// The label value for `kind`: itself when this node runs it, else
+  /// "other".
+  const std::string& kind_label(const std::string& kind) const;
+  kind_series& series_of(const std::string& queue, const std::string& kind);
+  queue_series& series_of(const std::string& queue);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::set<std::string, std::less<>> kinds_;
+  std::string other_kind_ = "other";
+
+  prometheus::Family<prometheus::Counter>& started_;
+  prometheus::Family<prometheus::Counter>& executions_;
+  prometheus::Family<prometheus::Counter>& rescues_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  prometheus::Family<prometheus::Histogram>& wait_;
+  prometheus::Family<prometheus::Histogram>& claim_size_;
+  prometheus::Family<prometheus::Gauge>& queue_jobs_;
+  prometheus::Family<prometheus::Gauge>& oldest_age_;
+  prometheus::Family<prometheus::Gauge>& dead_letters_;
+  prometheus::Family<prometheus::Gauge>& running_;
+  prometheus::Family<prometheus::Gauge>& limit_;
+  prometheus::Family<prometheus::Gauge>& free_slots_;
+  prometheus::Family<prometheus::Counter>& db_errors_;
+  prometheus::Family<prometheus::Counter>& hook_failures_;
+  prometheus::Family<prometheus::Counter>& follow_up_failures_;
+  prometheus::Gauge& database_up_;
+  prometheus::Gauge& ready_;
+
+  mutable std::mutex mtx_;
+  std::map<std::pair<std::string, std::string>, kind_series, pair_less>
+    by_kind_;
+  std::map<std::string, queue_series, std::less<>> by_queue_;
+  /// Queues of the last sample: a queue missing from the next one is set
+  /// to 0, not left at its old depth.
+  std::set<std::string> sampled_queues_;
+
+  std::atomic<int> database_{0}; // 0 unknown, 1 up, -1 down
+  std::atomic<int> schema_{0};   // 0 not checked yet, 1 ok, -1 outdated
+  std::atomic<bool> draining_{false};
+};
+
+} // namespace aw

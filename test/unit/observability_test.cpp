@@ -1,0 +1,252 @@
+// [http], [metrics] and [log] settings; the metrics the Prometheus observer
+// exports for what the actors report; readiness; the text and JSON log
+// formats (one line per event, control characters escaped, job fields).
+
+#include <boost/test/unit_test.hpp>
+
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "actor_worker/actors/job_log.hpp"
+#include "actor_worker/app/log_format.hpp"
+#include "actor_worker/app/prometheus_observer.hpp"
+#include "actor_worker/config/config.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    aw::parse_config(text, "worker.toml");
+  } catch (const aw::config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+/// The value of the sample `series` (name and labels exactly as exported)
+/// in a scrape; -1 when absent.
+double value_of(const std::string& scrape, const std::string& series) {
+  std::istringstream in{scrape};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(series + " ", 0) == 0)
+      return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
+
+aw::job_outcome outcome(aw::outcome_kind kind, const std::string& queue,
+                        const std::string& job_kind, int64_t ms) {
+  aw::job_outcome o;
+  o.job_id = 1;
+  o.kind = kind;
+  o.queue = queue;
+  o.job_kind = job_kind;
+  o.duration_ms = ms;
+  return o;
+}
+
+/// Captures the default logger's lines in a string for one test.
+struct captured_log {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  captured_log() {
+    auto logger = std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+    logger->set_level(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+  }
+  ~captured_log() {
+    spdlog::set_default_logger(previous);
+  }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out_lines;
+    std::istringstream in{out.str()};
+    std::string line;
+    while (std::getline(in, line))
+      out_lines.push_back(line);
+    return out_lines;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(observability_test)
+
+BOOST_AUTO_TEST_CASE(http_metrics_and_log_sections_are_read_and_checked) {
+  auto cfg = aw::parse_config("[http]\nlisten = \"127.0.0.1:9464\"\n"
+                              "[metrics]\nqueue_stats_interval = \"5s\"\n"
+                              "[log]\nformat = \"json\"\n",
+                              "worker.toml");
+  BOOST_TEST(cfg.http.listen == "127.0.0.1:9464");
+  BOOST_TEST(cfg.http.host() == "127.0.0.1");
+  BOOST_TEST(cfg.http.port() == 9464);
+  BOOST_TEST(cfg.metrics.queue_stats_interval.count() == 5000);
+  BOOST_TEST(cfg.log.format == "json");
+  auto v6 = aw::parse_config("[http]\nlisten = \"[::1]:80\"\n", "worker.toml");
+  BOOST_TEST(v6.http.host() == "::1");
+  // Off by default; text logs; a sample every 15 s.
+  auto defaults = aw::parse_config("", "worker.toml");
+  BOOST_TEST(defaults.http.listen.empty());
+  BOOST_TEST(defaults.log.format == "text");
+  BOOST_TEST(defaults.metrics.queue_stats_interval.count() == 15000);
+
+  auto bad_port = error_of("[http]\nlisten = \"127.0.0.1:99999\"\n");
+  BOOST_TEST(contains(bad_port, "worker.toml:2"), bad_port);
+  BOOST_TEST(contains(bad_port, "http.listen"), bad_port);
+  BOOST_TEST(contains(bad_port, "1 to 65535"), bad_port);
+  auto no_port = error_of("[http]\nlisten = \"localhost\"\n");
+  BOOST_TEST(contains(no_port, "HOST:PORT"), no_port);
+  auto format = error_of("\n[log]\nformat = \"xml\"\n");
+  BOOST_TEST(contains(format, "worker.toml:3"), format);
+  BOOST_TEST(contains(format, "log.format"), format);
+  auto unknown = error_of("[http]\nport = 1\n");
+  BOOST_TEST(contains(unknown, "http.port"), unknown);
+}
+
+BOOST_AUTO_TEST_CASE(outcomes_count_by_queue_kind_and_where_the_job_went) {
+  aw::prometheus_observer obs{{"email"}, {"mail"}, "1.2.3"};
+  obs.started("mail", "email", 0.25);
+  obs.started("mail", "email", -1); // wait unknown: not observed
+  obs.recorded(outcome(aw::outcome_kind::completed, "mail", "email", 1500),
+               aw::execution_result::completed);
+  obs.recorded(outcome(aw::outcome_kind::retryable_failure, "mail", "email", 2),
+               aw::execution_result::retried);
+  obs.claimed("mail", 7);
+  obs.slots("mail", 3, 10);
+  auto m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_jobs_started_total{kind=\"email\",queue=\"mail\"}") == 2);
+  BOOST_TEST(value_of(m, "actor_worker_job_executions_total{kind=\"email\",outcome=\"completed\",queue=\"mail\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_job_executions_total{kind=\"email\",outcome=\"retried\",queue=\"mail\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_job_executions_total{kind=\"email\",outcome=\"dead_lettered\",queue=\"mail\"}") == 0);
+  BOOST_TEST(value_of(m, "actor_worker_job_duration_seconds_count{kind=\"email\",queue=\"mail\"}") == 2);
+  BOOST_TEST(value_of(m, "actor_worker_job_duration_seconds_sum{kind=\"email\",queue=\"mail\"}") == 1.502);
+  BOOST_TEST(value_of(m, "actor_worker_job_queue_wait_seconds_count{queue=\"mail\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_claim_batch_size_sum{queue=\"mail\"}") == 7);
+  BOOST_TEST(value_of(m, "actor_worker_jobs_running{queue=\"mail\"}") == 3);
+  BOOST_TEST(value_of(m, "actor_worker_queue_free_slots{queue=\"mail\"}") == 7);
+  BOOST_TEST(value_of(m, "actor_worker_queue_concurrency_limit{queue=\"mail\"}") == 10);
+  BOOST_TEST(value_of(m, "actor_worker_build_info{version=\"1.2.3\"}") == 1);
+  // Nothing unbounded becomes a label: no job id, no error text.
+  BOOST_TEST(!contains(m, "job_id"));
+}
+
+BOOST_AUTO_TEST_CASE(kinds_this_node_does_not_run_are_labelled_other) {
+  aw::prometheus_observer obs{{"email"}, {"mail"}, "1"};
+  aw::rescued_job r;
+  r.id = 9;
+  r.kind = "some-random-kind-42";
+  r.queue = "mail";
+  r.dead_lettered = true;
+  obs.rescued(r);
+  obs.hooks_failed("email", 2);
+  obs.database_error("claim");
+  obs.follow_ups_failed("rescue");
+  auto m = obs.scrape();
+  BOOST_TEST(!contains(m, "some-random-kind-42"));
+  BOOST_TEST(value_of(m, "actor_worker_jobs_rescued_total{dead_lettered=\"true\",kind=\"other\",queue=\"mail\",reason=\"stale_heartbeat\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_hook_failures_total{kind=\"email\"}") == 2);
+  BOOST_TEST(value_of(m, "actor_worker_database_errors_total{operation=\"claim\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_follow_up_failures_total{stage=\"rescue\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_follow_up_failures_total{stage=\"outcome\"}") == 0);
+  // Bounded series exist at 0 before anything happened (rate() sees their
+  // first increase).
+  BOOST_TEST(value_of(m, "actor_worker_database_errors_total{operation=\"heartbeat\"}") == 0);
+  BOOST_TEST(value_of(m, "actor_worker_jobs_started_total{kind=\"email\",queue=\"mail\"}") == 0);
+  BOOST_TEST(value_of(m, "actor_worker_jobs_rescued_total{dead_lettered=\"false\",kind=\"email\",queue=\"mail\",reason=\"expired_callback\"}") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_queue_gone_from_the_sample_reads_zero) {
+  aw::prometheus_observer obs{{}, {}, "1"};
+  aw::queue_sample a;
+  a.queue = "a";
+  a.available = 5;
+  a.scheduled = 2;
+  a.running = 1;
+  a.dead_lettered = 4;
+  a.oldest_available_age_seconds = 12.5;
+  obs.sampled({a});
+  auto m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"a\",state=\"available\"}") == 5);
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"a\",state=\"scheduled\"}") == 2);
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"a\",state=\"running\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_dead_letter_jobs{queue=\"a\"}") == 4);
+  BOOST_TEST(value_of(m, "actor_worker_queue_oldest_job_age_seconds{queue=\"a\"}") == 12.5);
+  obs.sampled({});
+  m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"a\",state=\"available\"}") == 0);
+  BOOST_TEST(value_of(m, "actor_worker_queue_oldest_job_age_seconds{queue=\"a\"}") == 0);
+  BOOST_TEST(value_of(m, "actor_worker_dead_letter_jobs{queue=\"a\"}") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(ready_needs_the_database_the_schema_and_no_drain) {
+  aw::prometheus_observer obs{{}, {}, "1"};
+  auto r = obs.ready();
+  BOOST_TEST(!r.ready);
+  BOOST_TEST(r.reasons.size() == 2u); // not reached, not checked yet
+  obs.database_reachable(true);
+  obs.schema_checked(true);
+  BOOST_TEST(obs.ready().ready);
+  BOOST_TEST(contains(obs.scrape(), "actor_worker_ready 1"));
+  BOOST_TEST(contains(obs.scrape(), "actor_worker_database_up 1"));
+  obs.database_reachable(false);
+  r = obs.ready();
+  BOOST_TEST(!r.ready);
+  BOOST_TEST(r.to_json().dump() == R"({"ready":false,"reasons":["database unreachable"]})");
+  BOOST_TEST(contains(obs.scrape(), "actor_worker_database_up 0"));
+  obs.database_reachable(true);
+  obs.draining();
+  BOOST_TEST(obs.ready().reasons.at(0) == "draining: the node is stopping");
+  aw::prometheus_observer outdated{{}, {}, "1"};
+  outdated.database_reachable(true);
+  outdated.schema_checked(false);
+  BOOST_TEST(contains(outdated.ready().reasons.at(0), "actor-worker migrate"));
+}
+
+BOOST_AUTO_TEST_CASE(json_lines_carry_the_job_and_escape_everything) {
+  captured_log log;
+  aw::configure_log_format({"json"});
+  std::string kind = "email";
+  aw::log_job(spdlog::level::warn, aw::job_ref{42, kind, "mail", 3},
+              "job {} failed: {}", 42, "line one\nline two \x1b[31m");
+  spdlog::info("no job here \"quoted\"");
+  auto lines = log.lines();
+  BOOST_REQUIRE(lines.size() == 2u);
+  auto first = nlohmann::json::parse(lines[0]);
+  BOOST_TEST(first["level"] == "warning");
+  BOOST_TEST(first["message"] == "job 42 failed: line one\nline two \x1b[31m");
+  BOOST_TEST(first["job_id"] == 42);
+  BOOST_TEST(first["kind"] == "email");
+  BOOST_TEST(first["queue"] == "mail");
+  BOOST_TEST(first["attempt"] == 3);
+  BOOST_TEST(std::regex_match(first["time"].get<std::string>(),
+                              std::regex{R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"}));
+  // The raw line holds no control character: the newline and ESC are
+  // JSON escapes.
+  BOOST_TEST(contains(lines[0], "line one\\nline two \\u001b[31m"));
+  auto second = nlohmann::json::parse(lines[1]);
+  BOOST_TEST(second["message"] == "no job here \"quoted\"");
+  BOOST_TEST(!second.contains("job_id"));
+}
+
+BOOST_AUTO_TEST_CASE(text_lines_escape_control_characters) {
+  captured_log log;
+  aw::configure_log_format({"text"});
+  spdlog::error("bad input: {}", "a\nb\r\x01");
+  spdlog::info("plain line");
+  auto lines = log.lines();
+  BOOST_REQUIRE(lines.size() == 2u);
+  BOOST_TEST(contains(lines[0], "[error] bad input: a\\nb\\r\\x01"), lines[0]);
+  BOOST_TEST(contains(lines[1], "[info] plain line"), lines[1]);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
