@@ -30,6 +30,11 @@ struct usage_error : std::runtime_error {
 std::chrono::milliseconds seconds_or_duration(const char* flag,
                                               const std::string& text);
 
+/// `check`: validates `file` whole (every node of a cluster file) and
+/// prints what each node would run; `json`: as a JSON document. Config
+/// errors throw config_error (exit 2).
+int check_config(const std::string& file, bool json);
+
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);
 
