@@ -328,6 +328,9 @@ caf::error record_instead(storage_pointer self, size_t i,
                   outcome.job_id, render(reports.error()));
     reports = std::vector<storage::finish_report>(1);
   }
+  // What was recorded is the failure: its log line, the poller's report
+  // and the metrics say so.
+  outcome = std::move(failure);
   deliver(self, i, 1, *reports);
   return {};
 }

@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actor_worker/config/config.hpp"
+#include "unit/config_errors.hpp"
 
 using namespace std::chrono_literals;
 
@@ -37,17 +38,10 @@ heartbeat_interval = "20s"
 )";
 
 std::string error_of(const std::string& text) {
-  try {
-    aw::parse_cluster(text, "cluster.toml");
-  } catch (const aw::config_error& e) {
-    return e.what();
-  }
-  return "";
+  return aw_test::config_error_of(text, "cluster.toml");
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using aw_test::contains;
 
 } // namespace
 
