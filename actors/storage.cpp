@@ -546,6 +546,25 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         count = std::move(samples.error());
       return logged(st, "sample_queues", std::move(count));
     },
+    [self](node_atom, int64_t held) -> caf::result<bool> {
+      auto err = self->state.store->refresh_node(held);
+      observe(self->state, "refresh_node", err);
+      if (err) {
+        spdlog::error("storage: {}", render(err));
+        return err;
+      }
+      return true;
+    },
+    [self](leave_atom) -> caf::result<bool> {
+      auto err = self->state.store->leave();
+      observe(self->state, "leave", err);
+      if (err) {
+        spdlog::warn("storage: {} (the row goes with the next cleanup)",
+                     render(err));
+        return err;
+      }
+      return true;
+    },
     [self](flush_atom) { flush(self); },
   };
 }

@@ -169,6 +169,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--node", node,
                       "the node of a cluster file to run (default: [worker] "
                       "node, then the host name)");
+  bool nodes_json = false;
+  auto* nodes_cmd = add_command(
+    &app, "nodes", "list the worker processes of the cluster (alive or dead)");
+  nodes_cmd->add_flag("--json", nodes_json,
+                      "a JSON array of objects keyed by column name");
   bool check_json = false;
   auto* check_cmd = add_command(
     &app, "check",
@@ -374,6 +379,8 @@ int main(int argc, char** argv) {
       return migrate_schema(cfg);
     if (*run_cmd)
       return run_worker(cfg);
+    if (*nodes_cmd)
+      return list_nodes(cfg, nodes_json);
     if (*enqueue_cmd)
       return enqueue_job(cfg, enq);
     if (*list_cmd)

@@ -33,6 +33,9 @@ const std::vector<required_table>& required_schema() {
       "max_attempts", "error_count", "last_error_message", "created_at",
       "failed_at", "metadata", "tags", "callback_id"}},
     {"job_cancel_requests", {"job_id", "requested_at"}},
+    {"worker_nodes",
+     {"worker_id", "node", "host", "pid", "version", "started_at",
+      "last_seen_at", "queues", "running", "leader"}},
   };
   return tables;
 }

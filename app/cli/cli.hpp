@@ -35,6 +35,9 @@ std::chrono::milliseconds seconds_or_duration(const char* flag,
 /// errors throw config_error (exit 2).
 int check_config(const std::string& file, bool json);
 
+/// `nodes [--json]`: the worker processes of the cluster (worker_nodes).
+int list_nodes(const runtime_config& cfg, bool json);
+
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);
 
