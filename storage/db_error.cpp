@@ -72,10 +72,18 @@ std::string one_line(const std::exception& e) {
   std::string text = redact_secrets(e.what());
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
     text.pop_back();
-  for (auto& c : text)
-    if (c == '\n')
-      c = ' ';
-  return text;
+  // libpq indents its hints with a tab after the line break: one space.
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r') {
+      if (out.empty() || out.back() != ' ')
+        out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out;
 }
 
 caf::error to_error(const std::exception& e, const std::string& what_failed) {

@@ -47,6 +47,13 @@ BOOST_AUTO_TEST_CASE(one_line_redacts_and_flattens) {
   auto text = aw::storage::one_line(e);
   BOOST_TEST(text.find("pw@") == std::string::npos, text);
   BOOST_TEST(text.find('\n') == std::string::npos);
+  // libpq's hint after a tab: one space, no control character left.
+  pqxx::broken_connection refused{
+    "connection to server at \"127.0.0.1\", port 1 failed: Connection "
+    "refused\n\tIs the server running on that host?\n"};
+  BOOST_TEST(aw::storage::one_line(refused)
+             == "connection to server at \"127.0.0.1\", port 1 failed: "
+                "Connection refused Is the server running on that host?");
 }
 
 BOOST_AUTO_TEST_CASE(refusals_no_retry_can_fix_are_configuration_errors) {
