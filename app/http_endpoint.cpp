@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/app/dashboard.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
 
 namespace aw {
@@ -19,10 +20,14 @@ constexpr const char* metrics_type = "text/plain; version=0.0.4; charset=utf-8";
 
 http_endpoint::http_endpoint(const http_config& cfg,
                              std::function<bool()> alive,
-                             std::shared_ptr<const prometheus_observer> metrics)
-  : server_(std::make_unique<httplib::Server>()) {
+                             std::shared_ptr<const prometheus_observer> metrics,
+                             std::shared_ptr<dashboard> dash)
+  : dashboard_(std::move(dash)), server_(std::make_unique<httplib::Server>()) {
   auto& srv = *server_;
-  srv.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  size_t threads = dashboard_ ? 4 : 2;
+  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Nothing here takes a large body: an action's filter is a few bytes.
+  srv.set_payload_max_length(64 * 1024);
   srv.Get("/healthz", [alive](const httplib::Request&, httplib::Response& res) {
     bool up = alive();
     res.status = up ? 200 : 503;
@@ -43,12 +48,19 @@ http_endpoint::http_endpoint(const http_config& cfg,
                                 httplib::Response& res) {
     res.set_content(metrics->scrape(), metrics_type);
   });
-  srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404)
+  std::vector<std::string> paths{"/healthz", "/readyz", "/metrics"};
+  if (dashboard_) {
+    dashboard_->install(srv);
+    for (auto& p : dashboard::paths())
+      paths.push_back(p);
+  }
+  srv.set_error_handler([paths](const httplib::Request& req,
+                                httplib::Response& res) {
+    // A handler's own answer (the dashboard's JSON errors) stands.
+    if (res.status == 404 && res.body.empty())
       res.set_content(nlohmann::json{{"error", "no such path"},
                                      {"path", req.path},
-                                     {"paths", {"/healthz", "/readyz",
-                                                "/metrics"}}}
+                                     {"paths", paths}}
                         .dump(),
                       json_type);
   });
@@ -59,8 +71,8 @@ http_endpoint::http_endpoint(const http_config& cfg,
                              + " (address in use, or not an address of this "
                                "host)");
   thread_ = std::thread{[this] { server_->listen_after_bind(); }};
-  spdlog::info("http: serving /healthz, /readyz and /metrics on {}",
-               cfg.listen);
+  spdlog::info("http: serving /healthz, /readyz and /metrics{} on {}",
+               dashboard_ ? " and the dashboard" : "", cfg.listen);
 }
 
 http_endpoint::~http_endpoint() {

@@ -7,9 +7,11 @@
 //                  reachable, the schema compatible and the node not
 //                  draining; otherwise 503 with the reasons.
 //   GET /metrics   every metric in the Prometheus text format.
+//   /, /api/...    the dashboard, when given one (app/dashboard.hpp).
 //
 // Probes are not logged (a kubelet asks every few seconds). Two threads
-// serve requests; nothing here touches the database.
+// serve requests (four with the dashboard, so a slow page does not hold
+// up a probe); nothing but the dashboard touches the database.
 
 #include <functional>
 #include <memory>
@@ -25,14 +27,17 @@ class Server;
 namespace aw {
 
 class prometheus_observer;
+class dashboard;
 
 class http_endpoint {
 public:
   /// Binds `cfg.listen` and starts serving. `alive` answers /healthz;
-  /// `metrics` answers /readyz and /metrics. Throws std::runtime_error
-  /// naming the address when it cannot bind (in use, not a local address).
+  /// `metrics` answers /readyz and /metrics; `dash` (may be null) serves
+  /// the dashboard. Throws std::runtime_error naming the address when it
+  /// cannot bind (in use, not a local address).
   http_endpoint(const http_config& cfg, std::function<bool()> alive,
-                std::shared_ptr<const prometheus_observer> metrics);
+                std::shared_ptr<const prometheus_observer> metrics,
+                std::shared_ptr<dashboard> dash = nullptr);
 
   /// Stops serving and joins its threads.
   ~http_endpoint();
@@ -41,6 +46,7 @@ public:
   http_endpoint& operator=(const http_endpoint&) = delete;
 
 private:
+  std::shared_ptr<dashboard> dashboard_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

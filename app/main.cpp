@@ -276,11 +276,15 @@ int main(int argc, char** argv) {
                             "dead letter id (as `dlq list` shows it)")
     ->check(CLI::PositiveNumber);
   dlq_retry_cmd->add_flag("--all", dlq_retry.all,
-                          "every dead letter (of --queue and --kind)");
+                          "every dead letter (of --queue, --kind and "
+                          "--fingerprint)");
   dlq_retry_cmd->add_option("--queue", dlq_retry.queue,
                             "with --all: only this queue");
   dlq_retry_cmd->add_option("--kind", dlq_retry.kind,
                             "with --all: only this kind");
+  dlq_retry_cmd->add_option("--fingerprint", dlq_retry.fingerprint,
+                            "with --all: only this error fingerprint (a "
+                            "failure group of the dashboard)");
   dlq_retry_cmd->add_flag("--json", dlq_retry.json,
                           "a JSON array: dead_letter_id, original_job_id, "
                           "job_id, kind, queue");

@@ -268,10 +268,28 @@ void prometheus_observer::started(const std::string& queue,
     series_of(queue).wait->Observe(wait_seconds);
 }
 
+namespace {
+
+int64_t current_interval() {
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count();
+  return now / prometheus_observer::throughput_bucket_seconds;
+}
+
+} // namespace
+
 void prometheus_observer::recorded(const job_outcome& o, execution_result r) {
+  auto interval = current_interval();
   std::lock_guard<std::mutex> guard{mtx_};
   auto& s = series_of(o.queue, o.job_kind);
   s.executions[static_cast<size_t>(r)]->Increment();
+  auto& bucket = s.ring[static_cast<size_t>(interval % throughput_buckets)];
+  if (bucket.interval != interval) {
+    bucket.interval = interval;
+    bucket.outcomes.fill(0);
+  }
+  ++bucket.outcomes[static_cast<size_t>(r)];
   if (r != execution_result::lost)
     s.duration->Observe(static_cast<double>(o.duration_ms) / 1000.0);
 }
@@ -307,6 +325,7 @@ void prometheus_observer::follow_ups_failed(const char* stage) {
 void prometheus_observer::slots(const std::string& queue, int running,
                                 int concurrency) {
   std::lock_guard<std::mutex> guard{mtx_};
+  slots_[queue] = queue_slots{running, concurrency};
   auto& s = series_of(queue);
   s.running->Set(running);
   s.limit->Set(concurrency);
@@ -338,6 +357,51 @@ void prometheus_observer::sampled(const queue_samples& samples) {
     dead_letters_.Add({{"queue", gone}}).Set(0);
   }
   sampled_queues_ = std::move(seen);
+  latest_.queues = samples;
+  latest_.taken = std::chrono::system_clock::now();
+}
+
+queue_snapshot prometheus_observer::latest_sample() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return latest_;
+}
+
+std::map<std::string, queue_slots> prometheus_observer::slots_by_queue() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return slots_;
+}
+
+nlohmann::json prometheus_observer::throughput_json() const {
+  auto now = current_interval();
+  auto first = now - throughput_buckets + 1;
+  // queue -> outcome -> counts, oldest first.
+  std::map<std::string, std::array<std::vector<int64_t>, result_count>> sums;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& [key, series] : by_kind_) {
+      auto& q = sums[key.first];
+      for (auto& counts : q)
+        if (counts.empty())
+          counts.assign(throughput_buckets, 0);
+      for (auto& b : series.ring) {
+        if (b.interval < first || b.interval > now)
+          continue;
+        auto at = static_cast<size_t>(b.interval - first);
+        for (size_t r = 0; r < result_count; ++r)
+          q[r][at] += b.outcomes[r];
+      }
+    }
+  }
+  nlohmann::json queues = nlohmann::json::object();
+  for (auto& [queue, outcomes] : sums) {
+    nlohmann::json q = nlohmann::json::object();
+    for (size_t r = 0; r < result_count; ++r)
+      q[to_string(static_cast<execution_result>(r))] = outcomes[r];
+    queues[queue] = std::move(q);
+  }
+  return {{"bucket_seconds", throughput_bucket_seconds},
+          {"end", (now + 1) * throughput_bucket_seconds},
+          {"queues", std::move(queues)}};
 }
 
 } // namespace aw

@@ -29,6 +29,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,8 +65,26 @@ struct readiness {
   nlohmann::json to_json() const;
 };
 
+/// The latest queue sample, as the dashboard shows it.
+struct queue_snapshot {
+  queue_samples queues;
+  /// When it was taken; nothing before the first sample.
+  std::optional<std::chrono::system_clock::time_point> taken;
+};
+
+/// This node's handler slots of one queue.
+struct queue_slots {
+  int running = 0;
+  int concurrency = 0;
+};
+
 class prometheus_observer final : public observer {
 public:
+  /// The throughput ring: outcomes recorded on this node per interval of
+  /// this many seconds, for this many intervals (the last 10 minutes).
+  static constexpr int throughput_bucket_seconds = 10;
+  static constexpr int throughput_buckets = 60;
+
   /// `kinds`: the kinds this node runs (the label values allowed for
   /// `kind`); `queues`: the queues it serves; `version`: for
   /// actor_worker_build_info. The series of these queues and kinds exist
@@ -80,6 +100,21 @@ public:
   /// The node's readiness: database reachable, schema compatible, not
   /// draining.
   readiness ready() const;
+
+  /// The latest sample of the queues (the same numbers /metrics exports).
+  queue_snapshot latest_sample() const;
+
+  /// This node's slots by queue, as last reported.
+  std::map<std::string, queue_slots> slots_by_queue() const;
+
+  /// The outcomes this node recorded per queue over the last
+  /// throughput_buckets intervals, oldest first:
+  /// {"bucket_seconds": 10, "end": UNIX_SECONDS (the end of the newest,
+  /// current interval), "queues": {"q": {"completed": [..], "retried":
+  /// [..], "dead_lettered": [..], "cancelled": [..], "snoozed": [..],
+  /// "parked": [..], "lost": [..]}}}. Kept in memory (a ring per queue
+  /// and kind), so a restarted node starts from zero.
+  nlohmann::json throughput_json() const;
 
   // -- observer ----------------------------------------------------------------
 
@@ -104,11 +139,20 @@ private:
   static constexpr size_t result_count
     = static_cast<size_t>(execution_result::lost) + 1;
 
+  /// One interval of the throughput ring.
+  struct throughput_bucket {
+    /// unix seconds / throughput_bucket_seconds of the interval; -1: none.
+    int64_t interval = -1;
+    std::array<uint32_t, result_count> outcomes{};
+  };
+
   /// The series of one (queue, kind).
   struct kind_series {
     prometheus::Counter* started = nullptr;
     std::array<prometheus::Counter*, result_count> executions{};
     prometheus::Histogram* duration = nullptr;
+    /// Outcomes per interval, indexed by interval % throughput_buckets.
+    std::array<throughput_bucket, throughput_buckets> ring{};
   };
 
   /// The series of one queue on this node.
@@ -172,6 +216,9 @@ private:
   /// Queues of the last sample: a queue missing from the next one is set
   /// to 0, not left at its old depth.
   std::set<std::string> sampled_queues_;
+  /// The last sample itself, for the dashboard.
+  queue_snapshot latest_;
+  std::map<std::string, queue_slots> slots_;
 
   std::atomic<int> database_{0}; // 0 unknown, 1 up, -1 down
   std::atomic<int> schema_{0};   // 0 not checked yet, 1 ok, -1 outdated

@@ -14,6 +14,7 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/app/dashboard.hpp"
 #include "actor_worker/app/http_endpoint.hpp"
 #include "actor_worker/app/idle_poll_gate.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
@@ -71,6 +72,13 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
       queues.push_back(q.name);
     observer_ = std::make_shared<prometheus_observer>(
       reg->kinds(), std::move(queues), AW_VERSION);
+    std::shared_ptr<dashboard> dash;
+    if (cfg.http.dashboard)
+      dash = std::make_shared<dashboard>(
+        cfg,
+        dashboard_node{worker_id_, AW_VERSION, reg->kinds(),
+                       std::chrono::system_clock::now()},
+        observer_);
     // Before any actor starts: a port in use fails the start cleanly.
     auto ended_view = ended_;
     http_ = std::make_unique<http_endpoint>(
@@ -79,7 +87,7 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
         return ended_view.wait_for(std::chrono::seconds{0})
                != std::future_status::ready;
       },
-      observer_);
+      observer_, std::move(dash));
   }
   size_t threads = 0;
   for (auto& q : cfg.queues)

@@ -79,9 +79,10 @@ class runtime {
 public:
   /// Starts a node: storage, schema check, pollers, listener, maintenance,
   /// and with [http] listen set the HTTP endpoint (/healthz, /readyz,
-  /// /metrics: app/http_endpoint.hpp). Returns at once; a database that is
-  /// down only delays the start. Throws config_error for an invalid
-  /// configuration (an empty database URL included: see resolve_config),
+  /// /metrics: app/http_endpoint.hpp; the dashboard: app/dashboard.hpp).
+  /// Returns at once; a database that is down only delays the start.
+  /// Throws config_error for an invalid configuration (an empty database
+  /// URL, or [http] token_env naming an unset variable, included),
   /// std::runtime_error when http.listen cannot be bound. `gate`: an idle poll gate shared
   /// with other runtimes (app/idle_poll_gate.hpp), replacing
   /// worker.idle_poll_permits; the runtime keeps it alive.

@@ -154,16 +154,48 @@ struct kind_config {
 };
 
 /// [http]: the node's HTTP endpoint: /healthz, /readyz and /metrics
-/// (app/http_endpoint.hpp). Off unless `listen` is set.
+/// (app/http_endpoint.hpp), and the dashboard at / with its API under
+/// /api/ (app/dashboard.hpp). Off unless `listen` is set.
 struct http_config {
   /// "HOST:PORT" to listen on ("127.0.0.1:9464", "[::1]:9464"); empty: no
   /// endpoint. Every example binds to loopback: the metrics name queues
   /// and kinds, so expose it only to a scraper you trust.
   std::string listen;
+  /// Serve the dashboard (/ and /api/...). Off: the endpoint serves the
+  /// probes and /metrics only, and opens no database connection.
+  bool dashboard = defaults::http_dashboard;
+  /// The secret the dashboard's actions require, sent as `Authorization:
+  /// Bearer TOKEN` (never a cookie or a URL); at least
+  /// defaults::http_min_token_length characters. Excludes token_env. With
+  /// neither, every action is refused (403). Never logged.
+  std::string token;
+  /// The name of an environment variable holding the token (resolved when
+  /// the endpoint starts: commands other than `run` need none of the
+  /// worker's secrets). Excludes token.
+  std::string token_env;
+  /// Host header values the dashboard answers ("localhost:9464",
+  /// "dash.example.com"; an entry without a port matches its name on any
+  /// port), so a DNS-rebinding page cannot reach a loopback dashboard.
+  /// Empty: the listen address and localhost, 127.0.0.1 and [::1], with
+  /// the listen port (effective_allowed_hosts()).
+  std::vector<std::string> allowed_hosts;
+  /// Every dashboard action is refused (403), token or not.
+  bool read_only = false;
+  /// The dashboard's data (/api/...) requires the token too; the page asks
+  /// for it. Needs token or token_env.
+  bool protect_reads = false;
+
   /// The host part of `listen` ("127.0.0.1", "::1").
   std::string host() const;
   /// The port part of `listen`.
   int port() const;
+  /// `allowed_hosts`, or the default list when it is empty, each as
+  /// normalize_host_port() writes it.
+  std::vector<std::string> effective_allowed_hosts() const;
+  /// The token: `token`, or the value of the variable `token_env` names;
+  /// "" when neither is set. Throws config_error when token_env names a
+  /// variable that is unset, empty or shorter than the minimum.
+  std::string resolve_token() const;
 };
 
 /// [metrics]
@@ -226,6 +258,12 @@ int64_t parse_size(const std::string& text);
 /// key for an unset variable or a value that then holds a line break
 /// (never quoting the value).
 void resolve_header_variables(http_kind_config& kind);
+
+/// "host", "host:port", "[v6]" or "[v6]:port" (a Host header, an
+/// allowed_hosts entry) in lower case, IPv6 in brackets, the port without
+/// leading zeros (none when it has none). Nothing when it is not of that
+/// form (a path, spaces, user info, a bad port, an empty host).
+std::optional<std::string> normalize_host_port(const std::string& text);
 
 /// Loads and validates a TOML file. Unknown keys, wrong types and bad
 /// durations are rejected with the file, line and key in the message.

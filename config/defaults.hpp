@@ -210,6 +210,14 @@ constexpr std::chrono::milliseconds backoff_max = 30s;
 /// queue_stats_interval).
 constexpr std::chrono::milliseconds queue_stats_interval = 15s;
 
+/// The dashboard is served with the endpoint ([http] dashboard): a node
+/// with [http] listen shows its queues at / unless told not to.
+constexpr bool http_dashboard = true;
+
+/// The shortest dashboard token accepted ([http] token, token_env): a
+/// guessable secret protects nothing.
+constexpr size_t http_min_token_length = 16;
+
 /// Log line format ([log] format): "text" or "json".
 constexpr const char* log_format = "text";
 

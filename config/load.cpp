@@ -82,6 +82,38 @@ void read_string(const std::string& source, const toml::table& t,
   out = *value;
 }
 
+/// Reads a boolean value.
+void read_bool(const std::string& source, const toml::table& t,
+               const std::string& prefix, const char* key, bool& out) {
+  auto node = t.get(key);
+  if (!node)
+    return;
+  if (!node->is_boolean())
+    throw config_error(where(source, *node, prefix + key)
+                       + ": expected true or false");
+  out = *node->value<bool>();
+}
+
+/// Reads an array of strings.
+void read_string_array(const std::string& source, const toml::table& t,
+                       const std::string& prefix, const char* key,
+                       std::vector<std::string>& out) {
+  auto node = t.get(key);
+  if (!node)
+    return;
+  auto array = node->as_array();
+  if (!array)
+    throw config_error(where(source, *node, prefix + key)
+                       + ": expected an array of strings");
+  out.clear();
+  for (auto&& element : *array) {
+    if (!element.is_string())
+      throw config_error(where(source, element, prefix + key)
+                         + ": expected an array of strings");
+    out.push_back(*element.value<std::string>());
+  }
+}
+
 /// Reads an integer value within [min, max].
 void read_int(const std::string& source, const toml::table& t,
               const std::string& prefix, const char* key, int& out, int64_t min,
@@ -476,6 +508,56 @@ std::string format_duration(std::chrono::milliseconds d) {
   return std::to_string(ms) + "ms";
 }
 
+namespace {
+
+bool is_variable_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+/// A token must be sent in a header: printable ASCII without spaces, and
+/// long enough not to be guessed. Never quotes it.
+void check_token(const std::string& token, const std::string& what) {
+  if (token.size() < defaults::http_min_token_length)
+    throw config_error(what + " must be at least "
+                       + std::to_string(defaults::http_min_token_length)
+                       + " characters long");
+  for (char c : token) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f)
+      throw config_error(what + " may hold printable ASCII characters only "
+                                "(no spaces): it is sent in a header");
+  }
+}
+
+/// The [http] keys of the dashboard: a message starts with the key, so the
+/// loader points at its line.
+void validate_http_dashboard(const http_config& http) {
+  if (!http.token.empty() && !http.token_env.empty())
+    throw config_error("http.token_env and http.token are both set: the "
+                       "token comes from one of them");
+  if (!http.token.empty())
+    check_token(http.token, "http.token");
+  if (!http.token_env.empty() && !is_variable_name(http.token_env))
+    throw config_error("http.token_env must name an environment variable "
+                       "(letters, digits and '_', not starting with a "
+                       "digit)");
+  if (http.protect_reads && http.token.empty() && http.token_env.empty())
+    throw config_error("http.protect_reads needs a token: set http.token or "
+                       "http.token_env");
+  for (auto& entry : http.allowed_hosts)
+    if (!normalize_host_port(entry))
+      throw config_error("http.allowed_hosts has \"" + entry
+                         + "\", which is not a host name or address, with or "
+                           "without a port (\"localhost:9464\", "
+                           "\"dash.example.com\", \"[::1]:9464\")");
+}
+
+} // namespace
+
 void runtime_config::validate() {
   if (database.pool_size < 1)
     throw config_error("database.pool_size must be at least 1");
@@ -532,6 +614,7 @@ void runtime_config::validate() {
       throw config_error("queues." + q.name
                          + ".local_queue_bytes must not be negative");
   }
+  validate_http_dashboard(http);
 }
 
 namespace {
@@ -622,6 +705,101 @@ void read_queue(const std::string& source, const toml::table& q,
 
 } // namespace
 
+std::optional<std::string> normalize_host_port(const std::string& text) {
+  if (text.empty() || text.size() > 300)
+    return std::nullopt;
+  std::string host;
+  std::string port;
+  if (text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close == 1)
+      return std::nullopt;
+    host = text.substr(1, close - 1);
+    auto rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':')
+        return std::nullopt;
+      port = rest.substr(1);
+      if (port.empty())
+        return std::nullopt;
+    }
+    for (char c : host)
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':'
+          && c != '.')
+        return std::nullopt;
+    host = "[" + host + "]";
+  } else {
+    auto colon = text.find(':');
+    host = text.substr(0, colon);
+    if (colon != std::string::npos) {
+      port = text.substr(colon + 1);
+      if (port.empty())
+        return std::nullopt;
+    }
+    if (host.empty())
+      return std::nullopt;
+    for (char c : host)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-'
+          && c != '.' && c != '_')
+        return std::nullopt;
+  }
+  int p = 0;
+  if (!port.empty()) {
+    if (port.size() > 5)
+      return std::nullopt;
+    for (char c : port) {
+      if (c < '0' || c > '9')
+        return std::nullopt;
+      p = p * 10 + (c - '0');
+    }
+    if (p < 1 || p > 65535)
+      return std::nullopt;
+  }
+  std::string out;
+  for (char c : host)
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (p == 0)
+    return out;
+  return out + ":" + std::to_string(p);
+}
+
+std::vector<std::string> http_config::effective_allowed_hosts() const {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& entry) {
+    if (auto n = normalize_host_port(entry))
+      if (std::find(out.begin(), out.end(), *n) == out.end())
+        out.push_back(*n);
+  };
+  if (!allowed_hosts.empty()) {
+    for (auto& e : allowed_hosts)
+      add(e);
+    return out;
+  }
+  std::string suffix = listen.empty() ? "" : ":" + std::to_string(port());
+  if (!listen.empty()) {
+    auto h = host();
+    add((h.find(':') != std::string::npos ? "[" + h + "]" : h) + suffix);
+  }
+  for (auto* local : {"localhost", "127.0.0.1", "[::1]"})
+    add(local + suffix);
+  return out;
+}
+
+std::string http_config::resolve_token() const {
+  if (!token.empty())
+    return token;
+  if (token_env.empty())
+    return {};
+  const char* value = std::getenv(token_env.c_str());
+  if (value == nullptr || *value == '\0')
+    throw config_error("http.token_env names " + token_env
+                       + ", which is not set (or empty) in this process's "
+                         "environment");
+  std::string t{value};
+  check_token(t, "the token in " + token_env + " (http.token_env)");
+  return t;
+}
+
 std::string http_config::host() const {
   return split_listen(listen).first;
 }
@@ -707,8 +885,17 @@ runtime_config read_top_level(const toml::table& root,
   if (auto ks = sub_table(source, root, "kinds", ""))
     read_kinds(source, *ks, cfg);
   if (auto h = sub_table(source, root, "http", "")) {
-    reject_unknown(source, *h, "http.", {"listen"});
+    reject_unknown(source, *h, "http.",
+                   {"listen", "dashboard", "token", "token_env",
+                    "allowed_hosts", "read_only", "protect_reads"});
     read_string(source, *h, "http.", "listen", cfg.http.listen);
+    read_bool(source, *h, "http.", "dashboard", cfg.http.dashboard);
+    read_string(source, *h, "http.", "token", cfg.http.token);
+    read_string(source, *h, "http.", "token_env", cfg.http.token_env);
+    read_string_array(source, *h, "http.", "allowed_hosts",
+                      cfg.http.allowed_hosts);
+    read_bool(source, *h, "http.", "read_only", cfg.http.read_only);
+    read_bool(source, *h, "http.", "protect_reads", cfg.http.protect_reads);
     if (!cfg.http.listen.empty()) {
       try {
         cfg.http.port();

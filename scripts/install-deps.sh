@@ -10,6 +10,7 @@ packages=(
   prometheus-cpp-dev prometheus
   postgresql postgresql-client gawk
   pgbouncer
+  libjs-chart.js chromium chromium-driver
 )
 
 missing=()

@@ -35,9 +35,17 @@ std::vector<retried_dead_letter>
 retry_dead_letters(pqxx::connection_base& conn,
                    const dead_letter_filter& filter) {
   pqxx::work tx(conn);
+  auto out = retry_dead_letters(tx, filter);
+  tx.commit();
+  return out;
+}
+
+std::vector<retried_dead_letter>
+retry_dead_letters(pqxx::transaction_base& tx,
+                   const dead_letter_filter& filter) {
   // The insert through `jobs` wakes the queues (its NOTIFY trigger).
   auto rows = tx.exec_params(sql::admin_dead_letters_retry, filter.id,
-                             filter.queue, filter.kind);
+                             filter.queue, filter.kind, filter.fingerprint);
   std::vector<retried_dead_letter> out;
   out.reserve(rows.size());
   for (const auto& row : rows) {
@@ -49,7 +57,6 @@ retry_dead_letters(pqxx::connection_base& conn,
     r.queue = row["queue"].as<std::string>();
     out.push_back(std::move(r));
   }
-  tx.commit();
   return out;
 }
 

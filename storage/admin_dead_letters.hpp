@@ -12,6 +12,7 @@
 
 namespace pqxx {
 class connection_base;
+class transaction_base;
 }
 
 namespace aw::storage {
@@ -31,11 +32,13 @@ std::string dead_letters_json(pqxx::connection_base& conn, int64_t limit,
                               const std::string& queue);
 
 /// Which dead letters `dlq retry` takes: one by id (0 = any), and of a
-/// queue and kind ("" = any).
+/// queue, kind and error fingerprint ("" = any; the dashboard's failure
+/// groups, migrations/011_dashboard.sql).
 struct dead_letter_filter {
   int64_t id = 0;
   std::string queue;
   std::string kind;
+  std::string fingerprint;
 };
 
 /// A dead letter moved back into `jobs`.
@@ -55,6 +58,12 @@ struct retried_dead_letter {
 /// Wakes the pollers of their queues. In dead letter id order.
 std::vector<retried_dead_letter>
 retry_dead_letters(pqxx::connection_base& conn,
+                   const dead_letter_filter& filter);
+
+/// The same in the caller's transaction, which commits it (the dashboard
+/// writes its audit row in the same transaction).
+std::vector<retried_dead_letter>
+retry_dead_letters(pqxx::transaction_base& tx,
                    const dead_letter_filter& filter);
 
 /// Deletes the dead letters that failed longer than `older_than` ago

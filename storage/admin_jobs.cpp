@@ -69,6 +69,16 @@ cancel_report cancel_job(pqxx::connection_base& conn, int64_t id,
                          const std::string& notify_channel,
                          const std::string& cancel_channel) {
   pqxx::work tx(conn);
+  auto report = cancel_job(tx, id, notify_channel, cancel_channel);
+  if (report.result == cancel_result::cancelled
+      || report.result == cancel_result::requested)
+    tx.commit();
+  return report;
+}
+
+cancel_report cancel_job(pqxx::transaction_base& tx, int64_t id,
+                         const std::string& notify_channel,
+                         const std::string& cancel_channel) {
   cancel_report report;
   auto rows = tx.exec_params(sql::admin_job_state, id);
   if (rows.empty())
@@ -86,7 +96,6 @@ cancel_report cancel_job(pqxx::connection_base& conn, int64_t id,
     auto cancelled = tx.exec_params(sql::admin_job_cancel, id, notify_channel);
     if (!cancelled.empty()) {
       tx.exec_params0(sql::admin_job_cancel_request_delete, id);
-      tx.commit();
       report.result = cancel_result::cancelled;
       report.position.state = "cancelled";
       return report;
@@ -102,7 +111,6 @@ cancel_report cancel_job(pqxx::connection_base& conn, int64_t id,
     return report;
   }
   tx.exec_params(sql::admin_job_cancel_request, id, cancel_channel);
-  tx.commit();
   report.result = cancel_result::requested;
   return report;
 }
@@ -110,6 +118,15 @@ cancel_report cancel_job(pqxx::connection_base& conn, int64_t id,
 retry_report retry_job(pqxx::connection_base& conn, int64_t id,
                        const std::string& notify_channel) {
   pqxx::work tx(conn);
+  auto report = retry_job(tx, id, notify_channel);
+  if (report.result == retry_result::run_now
+      || report.result == retry_result::rerun)
+    tx.commit();
+  return report;
+}
+
+retry_report retry_job(pqxx::transaction_base& tx, int64_t id,
+                       const std::string& notify_channel) {
   retry_report report;
   auto found = read_state(tx, id);
   if (!found)
@@ -133,7 +150,6 @@ retry_report retry_job(pqxx::connection_base& conn, int64_t id,
     return report;
   }
   tx.exec_params0(sql::admin_job_cancel_request_delete, id);
-  tx.commit();
   return report;
 }
 

@@ -76,6 +76,13 @@ cancel_report cancel_job(pqxx::connection_base& conn, int64_t id,
                          const std::string& notify_channel,
                          const std::string& cancel_channel);
 
+/// The same in the caller's transaction, which commits it (the dashboard
+/// writes its audit row in the same transaction). Nothing is written when
+/// the result is `finished` or `not_found`.
+cancel_report cancel_job(pqxx::transaction_base& tx, int64_t id,
+                         const std::string& notify_channel,
+                         const std::string& cancel_channel);
+
 /// What `jobs retry` did.
 enum class retry_result {
   /// It waited for its run_at (scheduled, or a retry's backoff): due now.
@@ -97,6 +104,11 @@ struct retry_report {
 /// Makes job `id` run now (see retry_result) and wakes its queue's pollers
 /// on `notify_channel`. A pending cancel request of the job is forgotten.
 retry_report retry_job(pqxx::connection_base& conn, int64_t id,
+                       const std::string& notify_channel);
+
+/// The same in the caller's transaction, which commits it. Nothing is
+/// written when the result is `refused` or `not_found`.
+retry_report retry_job(pqxx::transaction_base& tx, int64_t id,
                        const std::string& notify_channel);
 
 } // namespace aw::storage

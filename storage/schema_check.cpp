@@ -31,11 +31,14 @@ const std::vector<required_table>& required_schema() {
     {"dead_letter_jobs",
      {"id", "original_job_id", "kind", "queue", "args", "priority", "attempt",
       "max_attempts", "error_count", "last_error_message", "created_at",
-      "failed_at", "metadata", "tags", "callback_id"}},
+      "failed_at", "metadata", "tags", "callback_id", "fingerprint"}},
     {"job_cancel_requests", {"job_id", "requested_at"}},
     {"worker_nodes",
      {"worker_id", "node", "host", "pid", "version", "started_at",
       "last_seen_at", "queues", "running", "leader"}},
+    {"audit_log",
+     {"id", "at", "action", "target", "affected", "job_ids", "outcome",
+      "remote_addr", "user_agent", "worker"}},
   };
   return tables;
 }

@@ -116,6 +116,8 @@ struct dlq_retry_options {
   bool all = false;
   std::string queue;
   std::string kind;
+  /// dead_letter_jobs.fingerprint (migrations/011_dashboard.sql).
+  std::string fingerprint;
   bool json = false;
 };
 

@@ -56,11 +56,15 @@ int retry_dead_letters(const runtime_config& cfg, const dlq_retry_options& o) {
     throw usage_error("dlq retry: give an ID or --all, not both");
   if (!o.all && o.id == 0)
     throw usage_error("dlq retry: give the ID of a dead letter (as `dlq "
-                      "list` shows it), or --all [--queue Q] [--kind K]");
-  if (!o.all && (!o.queue.empty() || !o.kind.empty()))
-    throw usage_error("dlq retry: --queue and --kind go with --all");
+                      "list` shows it), or --all [--queue Q] [--kind K] "
+                      "[--fingerprint F]");
+  if (!o.all
+      && (!o.queue.empty() || !o.kind.empty() || !o.fingerprint.empty()))
+    throw usage_error("dlq retry: --queue, --kind and --fingerprint go with "
+                      "--all");
   pqxx::connection conn{cfg.database.url};
-  aw::storage::dead_letter_filter filter{o.all ? 0 : o.id, o.queue, o.kind};
+  aw::storage::dead_letter_filter filter{o.all ? 0 : o.id, o.queue, o.kind,
+                                         o.fingerprint};
   auto retried = aw::storage::retry_dead_letters(conn, filter);
   if (!o.all && retried.empty()) {
     std::cerr << "dead letter " << o.id

@@ -1,6 +1,7 @@
 -- `dlq retry`: moves dead letters back into `jobs` as fresh jobs (attempt
 -- and error count 0, due now), in one statement: dead letter $1 (0 = any)
--- of queue $2 and kind $3 ('' = any). Args, priority, max_attempts,
+-- of queue $2, kind $3 and error fingerprint $4 ('' = any; see
+-- migrations/011_dashboard.sql). Args, priority, max_attempts,
 -- metadata and tags are kept; metadata gains "retried_from_dead_letter":
 -- {"dead_letter_id": ..., "original_job_id": ...} (replacing an earlier
 -- one). Returns one row per new job, in dead letter id order.
@@ -9,6 +10,7 @@ WITH moved AS (
    WHERE ($1::bigint = 0 OR d.id = $1::bigint)
      AND ($2 = '' OR d.queue = $2)
      AND ($3 = '' OR d.kind = $3)
+     AND ($4 = '' OR d.fingerprint = $4)
   RETURNING d.*
 )
 INSERT INTO jobs (kind, queue, args, priority, max_attempts, metadata, tags)

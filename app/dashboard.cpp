@@ -1,0 +1,788 @@
+#include "actor_worker/app/dashboard.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <limits>
+#include <mutex>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+
+#include "actor_worker/app/dashboard_assets.hpp"
+#include "actor_worker/app/dashboard_security.hpp"
+#include "actor_worker/app/prometheus_observer.hpp"
+#include "actor_worker/messages/printable.hpp"
+#include "actor_worker/storage/admin_dead_letters.hpp"
+#include "actor_worker/storage/admin_jobs.hpp"
+#include "actor_worker/storage/dashboard.hpp"
+
+namespace aw {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* json_type = "application/json";
+
+/// How long a request waits for one of the dashboard's connections.
+constexpr auto connection_wait = std::chrono::seconds{5};
+
+/// The dashboard's connections: at most `max`, opened on first use, shared
+/// by the endpoint's threads. A connection that broke is dropped; the next
+/// request opens a new one.
+class connection_pool {
+public:
+  connection_pool(std::string url, bool session_settings, size_t max)
+    : url_(std::move(url)), session_settings_(session_settings), max_(max) {
+  }
+
+  class lease {
+  public:
+    lease(connection_pool* pool, std::unique_ptr<pqxx::connection> conn)
+      : pool_(pool), conn_(std::move(conn)) {
+    }
+    lease(lease&&) = default;
+    ~lease() {
+      if (pool_ != nullptr)
+        pool_->give_back(std::move(conn_), broken_);
+    }
+    pqxx::connection& operator*() {
+      return *conn_;
+    }
+    void broken() {
+      broken_ = true;
+    }
+
+  private:
+    connection_pool* pool_;
+    std::unique_ptr<pqxx::connection> conn_;
+    bool broken_ = false;
+  };
+
+  struct busy : std::runtime_error {
+    busy()
+      : std::runtime_error("the dashboard's database connections are all "
+                           "busy; try again") {
+    }
+  };
+
+  lease take() {
+    std::unique_lock<std::mutex> lock{mtx_};
+    if (!cv_.wait_for(lock, connection_wait,
+                      [&] { return !idle_.empty() || open_ < max_; }))
+      throw busy{};
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      return lease{this, std::move(conn)};
+    }
+    ++open_;
+    lock.unlock();
+    try {
+      auto conn = std::make_unique<pqxx::connection>(url_);
+      // A session of our own (not behind a transaction-mode pooler, where
+      // a session setting would leak to other clients): named in
+      // pg_stat_activity, and no read runs away.
+      if (session_settings_) {
+        pqxx::nontransaction tx{*conn};
+        tx.exec("SET application_name = 'actor-worker dashboard'");
+        tx.exec("SET statement_timeout = '15s'");
+      }
+      return lease{this, std::move(conn)};
+    } catch (...) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      --open_;
+      cv_.notify_one();
+      throw;
+    }
+  }
+
+private:
+  void give_back(std::unique_ptr<pqxx::connection> conn, bool broken) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (broken || !conn || !conn->is_open())
+      --open_;
+    else
+      idle_.push_back(std::move(conn));
+    cv_.notify_one();
+  }
+
+  std::string url_;
+  bool session_settings_;
+  size_t max_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;
+  size_t open_ = 0;
+};
+
+/// A request the handler refuses, with its status.
+struct bad_request : std::runtime_error {
+  int status;
+  bad_request(int s, const std::string& message)
+    : std::runtime_error(message), status(s) {
+  }
+};
+
+void send_json(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, json_type);
+}
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  send_json(res, status, body.dump());
+}
+
+void send_error(httplib::Response& res, int status, const std::string& error) {
+  send_json(res, status, json{{"error", error}});
+}
+
+int64_t parse_int(const std::string& text, const char* what, int64_t min,
+                  int64_t max) {
+  if (text.empty() || text.size() > 18
+      || !std::all_of(text.begin(), text.end(),
+                      [](char c) { return c >= '0' && c <= '9'; }))
+    throw bad_request(400, std::string{what} + " must be a whole number");
+  auto v = std::stoll(text);
+  if (v < min || v > max)
+    throw bad_request(400, std::string{what} + " must be from "
+                             + std::to_string(min) + " to "
+                             + std::to_string(max));
+  return v;
+}
+
+int64_t param_int(const httplib::Request& req, const char* name,
+                  int64_t fallback, int64_t min, int64_t max) {
+  if (!req.has_param(name))
+    return fallback;
+  auto text = req.get_param_value(name);
+  if (text.empty())
+    return fallback;
+  return parse_int(text, name, min, max);
+}
+
+/// A text filter: at most 1,000 bytes (names are at most 200; a
+/// fingerprint 300 characters).
+std::string param_text(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name))
+    return {};
+  auto text = req.get_param_value(name);
+  if (text.size() > 1000)
+    throw bad_request(400, std::string{name} + " is too long");
+  return text;
+}
+
+int64_t path_id(const httplib::Request& req) {
+  return parse_int(req.matches[1].str(), "the id", 1,
+                   std::numeric_limits<int64_t>::max());
+}
+
+/// `{"rows": [...], "next_before": N|null, "partial": bool}` under `key`.
+std::string page_json(const char* key, const storage::dashboard_page& page) {
+  std::string out = "{\"";
+  out += key;
+  out += "\":";
+  out += page.rows;
+  out += ",\"next_before\":";
+  out += page.next_before ? std::to_string(*page.next_before) : "null";
+  out += ",\"partial\":";
+  out += page.partial ? "true" : "false";
+  out += "}";
+  return out;
+}
+
+double unix_seconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+} // namespace
+
+struct dashboard::impl {
+  runtime_config cfg;
+  dashboard_node node;
+  std::shared_ptr<const prometheus_observer> metrics;
+  dashboard_policy policy;
+  connection_pool pool;
+
+  impl(const runtime_config& c, dashboard_node n,
+       std::shared_ptr<const prometheus_observer> m)
+    : cfg(c), node(std::move(n)), metrics(std::move(m)),
+      policy(dashboard_policy::from(c.http, c.http.resolve_token())),
+      pool(c.database.url, c.database.pooler != "transaction", 3) {
+  }
+
+  using handler = std::function<void(const httplib::Request&,
+                                     httplib::Response&)>;
+
+  /// Runs `h` for `req` after the checks; turns errors into JSON answers.
+  void serve(const httplib::Request& req, httplib::Response& res,
+             dashboard_access access, const handler& h) {
+    for (auto& [name, value] : security_headers())
+      res.set_header(name.c_str(), value);
+    request_facts facts;
+    facts.method = req.method;
+    facts.host = req.get_header_value("Host");
+    facts.origin = req.get_header_value("Origin");
+    facts.sec_fetch_site = req.get_header_value("Sec-Fetch-Site");
+    facts.content_type = req.get_header_value("Content-Type");
+    facts.authorization = req.get_header_value("Authorization");
+    if (auto no = check_request(policy, facts, access)) {
+      if (access == dashboard_access::action || no.status != 401)
+        spdlog::warn("dashboard: refused {} {} from {}: {} {}", req.method,
+                     printable(req.path), req.remote_addr, no.status,
+                     no.error);
+      if (no.status == 401)
+        res.set_header("WWW-Authenticate", "Bearer");
+      if (no.status == 405)
+        res.set_header("Allow",
+                       access == dashboard_access::action ? "POST" : "GET");
+      send_error(res, no.status, no.error);
+      return;
+    }
+    try {
+      h(req, res);
+    } catch (const bad_request& e) {
+      send_error(res, e.status, e.what());
+    } catch (const connection_pool::busy& e) {
+      send_error(res, 503, e.what());
+    } catch (const pqxx::broken_connection&) {
+      send_error(res, 503, "database unreachable");
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() == "57014") {
+        send_error(res, 503, "the database took too long to answer");
+        return;
+      }
+      spdlog::error("dashboard: {} {}: {}", req.method, printable(req.path),
+                    printable(e.what()));
+      send_error(res, 500, "database error (see the worker's log)");
+    } catch (const std::exception& e) {
+      spdlog::error("dashboard: {} {}: {}", req.method, printable(req.path),
+                    printable(e.what()));
+      send_error(res, 500, "internal error (see the worker's log)");
+    }
+  }
+
+  /// Runs `fn(conn)` on a pooled connection; a broken one is dropped.
+  template <class F>
+  auto with_db(F&& fn) {
+    auto lease = pool.take();
+    try {
+      return fn(*lease);
+    } catch (const pqxx::broken_connection&) {
+      lease.broken();
+      throw;
+    } catch (const pqxx::in_doubt_error&) {
+      lease.broken();
+      throw;
+    }
+  }
+
+  // -- reads ----------------------------------------------------------------
+
+  void session(const httplib::Request& req, httplib::Response& res) {
+    bool valid = token_matches(policy, req.get_header_value("Authorization"));
+    send_json(res, 200,
+              json{{"read_only", policy.read_only},
+                   {"protect_reads", policy.protect_reads},
+                   {"token_configured", !policy.token.empty()},
+                   {"actions_enabled", policy.actions_enabled()},
+                   {"token_valid", valid},
+                   {"charts", dashboard_has_charts()},
+                   {"version", node.version},
+                   {"worker_id", node.worker_id}});
+  }
+
+  void overview(const httplib::Request&, httplib::Response& res) {
+    auto snapshot = metrics->latest_sample();
+    auto slots = metrics->slots_by_queue();
+    std::map<std::string, json> queues;
+    auto row = [](const std::string& name) {
+      return json{{"queue", name},          {"available", 0},
+                  {"scheduled", 0},         {"running", 0},
+                  {"waiting_external", 0},  {"dead_lettered", 0},
+                  {"oldest_available_age_seconds", 0},
+                  {"paused", false},        {"here", nullptr}};
+    };
+    for (auto& q : snapshot.queues) {
+      auto r = row(q.queue);
+      r["available"] = q.available;
+      r["scheduled"] = q.scheduled;
+      r["running"] = q.running;
+      r["waiting_external"] = q.waiting_external;
+      r["dead_lettered"] = q.dead_lettered;
+      r["oldest_available_age_seconds"]
+        = q.available > 0 ? q.oldest_available_age_seconds : 0.0;
+      queues[q.queue] = std::move(r);
+    }
+    for (auto& q : cfg.queues) {
+      if (queues.count(q.name) == 0)
+        queues[q.name] = row(q.name);
+      auto s = slots.find(q.name);
+      queues[q.name]["here"]
+        = json{{"concurrency", q.concurrency},
+               {"running", s != slots.end() ? s->second.running : 0}};
+    }
+    json list = json::array();
+    for (auto& [name, q] : queues)
+      list.push_back(std::move(q));
+    auto ready = metrics->ready();
+    send_json(
+      res, 200,
+      json{{"now", unix_seconds(std::chrono::system_clock::now())},
+           {"sample",
+            {{"taken_at", snapshot.taken
+                            ? json(unix_seconds(*snapshot.taken))
+                            : json(nullptr)},
+             {"interval_seconds",
+              std::chrono::duration<double>(cfg.metrics.queue_stats_interval)
+                .count()}}},
+           {"queues", std::move(list)},
+           {"throughput", metrics->throughput_json()},
+           {"ready", ready.to_json()}});
+  }
+
+  void nodes(const httplib::Request&, httplib::Response& res) {
+    auto slots = metrics->slots_by_queue();
+    json queues = json::array();
+    for (auto& q : cfg.queues) {
+      auto s = slots.find(q.name);
+      int running = s != slots.end() ? s->second.running : 0;
+      queues.push_back({{"queue", q.name},
+                        {"concurrency", q.concurrency},
+                        {"running", running},
+                        {"free", std::max(0, q.concurrency - running)}});
+    }
+    auto now = std::chrono::system_clock::now();
+    auto ready = metrics->ready();
+    json self{{"worker_id", node.worker_id},
+              {"node", cfg.worker.node},
+              {"version", node.version},
+              {"started_at", unix_seconds(node.started)},
+              {"uptime_seconds",
+               std::chrono::duration<double>(now - node.started).count()},
+              {"ready", ready.ready},
+              {"reasons", ready.reasons},
+              {"queues", std::move(queues)},
+              {"kinds", node.kinds},
+              {"this_node", true}};
+    send_json(res, 200,
+              json{{"nodes", json::array({std::move(self)})},
+                   {"leader", nullptr},
+                   {"note", "Only the node serving this page is listed: "
+                            "nodes do not register anywhere yet (the "
+                            "cluster table and leader election come with "
+                            "the cluster feature)."}});
+  }
+
+  void schedules(const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              json{{"schedules", json::array()},
+                   {"note", "actor-worker has no periodic schedules yet: "
+                            "they come with the cluster feature (one leader "
+                            "enqueues each run). Until then, enqueue "
+                            "periodic jobs from cron with `actor-worker "
+                            "enqueue --unique`."}});
+  }
+
+  void jobs(const httplib::Request& req, httplib::Response& res) {
+    storage::dashboard_job_filter f;
+    f.state = param_text(req, "state");
+    if (!f.state.empty()) {
+      auto& states = storage::job_states();
+      if (std::find(states.begin(), states.end(), f.state) == states.end())
+        throw bad_request(400, "state must be one of scheduled, available, "
+                               "running, waiting_external, completed, "
+                               "cancelled");
+    }
+    f.queue = param_text(req, "queue");
+    f.kind = param_text(req, "kind");
+    f.before = param_int(req, "before", 0, 0,
+                         std::numeric_limits<int64_t>::max());
+    f.limit = param_int(req, "limit", 50, 1, 500);
+    auto page = with_db([&](pqxx::connection& c) {
+      return storage::dashboard_jobs(c, f);
+    });
+    send_json(res, 200, page_json("jobs", page));
+  }
+
+  void job(const httplib::Request& req, httplib::Response& res) {
+    auto id = path_id(req);
+    auto [row, dead] = with_db([&](pqxx::connection& c) {
+      auto r = storage::job_json(c, id);
+      std::optional<std::string> d;
+      if (!r)
+        d = storage::dead_letter_for_job_json(c, id);
+      return std::make_pair(r, d);
+    });
+    if (!row && !dead)
+      throw bad_request(404, "no job " + std::to_string(id));
+    send_json(res, 200,
+              json{{"job", row ? json::parse(*row) : json(nullptr)},
+                   {"dead_letter", dead ? json::parse(*dead) : json(nullptr)}});
+  }
+
+  storage::dead_letter_filter dead_letter_filter_of(const httplib::Request& req) {
+    storage::dead_letter_filter f;
+    f.queue = param_text(req, "queue");
+    f.kind = param_text(req, "kind");
+    f.fingerprint = param_text(req, "fingerprint");
+    return f;
+  }
+
+  void dead_letters(const httplib::Request& req, httplib::Response& res) {
+    storage::dashboard_dead_letter_filter f;
+    f.queue = param_text(req, "queue");
+    f.kind = param_text(req, "kind");
+    f.fingerprint = param_text(req, "fingerprint");
+    f.before = param_int(req, "before", 0, 0,
+                         std::numeric_limits<int64_t>::max());
+    f.limit = param_int(req, "limit", 50, 1, 500);
+    auto page = with_db([&](pqxx::connection& c) {
+      return storage::dashboard_dead_letters(c, f);
+    });
+    send_json(res, 200, page_json("dead_letters", page));
+  }
+
+  void dead_letter(const httplib::Request& req, httplib::Response& res) {
+    auto id = path_id(req);
+    auto row = with_db([&](pqxx::connection& c) {
+      return storage::dead_letter_json(c, id);
+    });
+    if (!row)
+      throw bad_request(404, "no dead letter " + std::to_string(id));
+    send_json(res, 200, json{{"dead_letter", json::parse(*row)}});
+  }
+
+  void dead_letter_count(const httplib::Request& req, httplib::Response& res) {
+    auto f = dead_letter_filter_of(req);
+    auto n = with_db([&](pqxx::connection& c) {
+      return storage::count_dead_letters(c, f);
+    });
+    send_json(res, 200, json{{"count", n}});
+  }
+
+  void failures(const httplib::Request& req, httplib::Response& res) {
+    auto limit = param_int(req, "limit", 100, 1, 500);
+    auto groups = with_db([&](pqxx::connection& c) {
+      return storage::failure_groups_json(c, limit);
+    });
+    send_json(res, 200, "{\"groups\":" + groups + "}");
+  }
+
+  void audit(const httplib::Request& req, httplib::Response& res) {
+    auto before = param_int(req, "before", 0, 0,
+                            std::numeric_limits<int64_t>::max());
+    auto limit = param_int(req, "limit", 50, 1, 500);
+    auto page = with_db([&](pqxx::connection& c) {
+      return storage::audit_log_page(c, before, limit);
+    });
+    send_json(res, 200, page_json("entries", page));
+  }
+
+  // -- actions --------------------------------------------------------------
+
+  /// Runs an action in one transaction with its audit row: `fn(tx, entry)`
+  /// does the work, fills the entry's outcome, affected and job ids, and
+  /// returns the status and body to answer.
+  template <class F>
+  void act(const httplib::Request& req, httplib::Response& res,
+           const std::string& action, const json& target, F&& fn) {
+    storage::audit_entry entry;
+    entry.action = action;
+    entry.target_json = target.dump();
+    entry.remote_addr = req.remote_addr;
+    entry.user_agent = req.get_header_value("User-Agent").substr(0, 300);
+    entry.worker = node.worker_id;
+    auto [status, body] = with_db([&](pqxx::connection& c) {
+      pqxx::work tx{c, "aw_dashboard_action"};
+      // Bulk actions move many rows; they get longer than a read.
+      tx.exec("SET LOCAL statement_timeout = '300s'");
+      auto answer = fn(tx, entry);
+      answer.second["audit_id"] = storage::write_audit(tx, entry);
+      tx.commit();
+      return answer;
+    });
+    spdlog::info("dashboard: {} {} from {}: {}", action,
+                 printable(entry.target_json), req.remote_addr,
+                 printable(entry.outcome));
+    send_json(res, status, body);
+  }
+
+  /// The JSON object of an action's body (may be empty: {}).
+  static json body_of(const httplib::Request& req) {
+    if (req.body.empty())
+      return json::object();
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception&) {
+      throw bad_request(400, "the body is not valid JSON");
+    }
+    if (!body.is_object())
+      throw bad_request(400, "the body must be a JSON object");
+    return body;
+  }
+
+  void job_retry(const httplib::Request& req, httplib::Response& res) {
+    auto id = path_id(req);
+    body_of(req);
+    act(req, res, "job.retry", json{{"job_id", id}},
+        [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
+          auto r = storage::retry_job(tx, id, defaults::notify_channel);
+          const auto& was = r.position.state;
+          switch (r.result) {
+            case storage::retry_result::run_now:
+            case storage::retry_result::rerun:
+              e.affected = 1;
+              e.job_ids = {id};
+              e.outcome = "retried (was " + was + ")";
+              return std::make_pair(
+                200, json{{"id", id}, {"state", "available"}, {"was", was}});
+            case storage::retry_result::refused:
+              e.outcome = "refused: the job is " + was;
+              return std::make_pair(
+                409, json{{"error", "job " + std::to_string(id) + " is " + was
+                                      + ": it cannot be retried now"},
+                          {"state", was}});
+            case storage::retry_result::not_found:
+            default:
+              e.outcome = "not found";
+              return std::make_pair(
+                404, json{{"error", "no job " + std::to_string(id)
+                                      + " (a dead-lettered job is retried "
+                                        "from its dead letter)"}});
+          }
+        });
+  }
+
+  void job_cancel(const httplib::Request& req, httplib::Response& res) {
+    auto id = path_id(req);
+    body_of(req);
+    act(req, res, "job.cancel", json{{"job_id", id}},
+        [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
+          auto r = storage::cancel_job(tx, id, defaults::notify_channel,
+                                       defaults::cancel_channel);
+          const auto& state = r.position.state;
+          switch (r.result) {
+            case storage::cancel_result::cancelled:
+              e.affected = 1;
+              e.job_ids = {id};
+              e.outcome = "cancelled";
+              return std::make_pair(
+                200, json{{"id", id}, {"state", "cancelled"}});
+            case storage::cancel_result::requested:
+              e.affected = 1;
+              e.job_ids = {id};
+              e.outcome = "cancel requested (running on "
+                          + r.position.locked_by + ")";
+              return std::make_pair(
+                202, json{{"id", id},
+                          {"state", state},
+                          {"cancel_requested", true},
+                          {"locked_by", r.position.locked_by}});
+            case storage::cancel_result::finished:
+              e.outcome = "refused: the job is " + state;
+              return std::make_pair(
+                409, json{{"error", "job " + std::to_string(id)
+                                      + " already finished (" + state + ")"},
+                          {"state", state}});
+            case storage::cancel_result::not_found:
+            default:
+              e.outcome = "not found";
+              return std::make_pair(
+                404, json{{"error", "no job " + std::to_string(id)}});
+          }
+        });
+  }
+
+  void retry_dead_letters(const httplib::Request& req, httplib::Response& res,
+                          const storage::dead_letter_filter& f,
+                          const json& target) {
+    act(req, res, "dead_letter.retry", target,
+        [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
+          auto moved = storage::retry_dead_letters(tx, f);
+          e.affected = static_cast<int64_t>(moved.size());
+          json jobs = json::array();
+          for (auto& m : moved) {
+            if (e.job_ids.size() < 1000)
+              e.job_ids.push_back(m.job_id);
+            if (jobs.size() < 100)
+              jobs.push_back({{"dead_letter_id", m.dead_letter_id},
+                              {"original_job_id", m.original_job_id},
+                              {"job_id", m.job_id}});
+          }
+          e.outcome = "retried " + std::to_string(moved.size())
+                      + " dead letter(s)";
+          if (f.id != 0 && moved.empty()) {
+            e.outcome = "not found";
+            return std::make_pair(
+              404, json{{"error", "no dead letter " + std::to_string(f.id)}});
+          }
+          return std::make_pair(
+            200, json{{"retried", moved.size()}, {"jobs", std::move(jobs)}});
+        });
+  }
+
+  void purge_dead_letters(const httplib::Request& req, httplib::Response& res,
+                          const storage::dead_letter_filter& f,
+                          const json& target) {
+    act(req, res, "dead_letter.purge", target,
+        [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
+          auto r = storage::purge_dead_letters(tx, f);
+          e.affected = r.purged;
+          e.job_ids = r.job_ids;
+          e.outcome = "purged " + std::to_string(r.purged)
+                      + " dead letter(s)";
+          if (f.id != 0 && r.purged == 0) {
+            e.outcome = "not found";
+            return std::make_pair(
+              404, json{{"error", "no dead letter " + std::to_string(f.id)}});
+          }
+          return std::make_pair(200, json{{"purged", r.purged}});
+        });
+  }
+
+  void dead_letter_retry(const httplib::Request& req, httplib::Response& res) {
+    storage::dead_letter_filter f;
+    f.id = path_id(req);
+    body_of(req);
+    retry_dead_letters(req, res, f, json{{"dead_letter_id", f.id}});
+  }
+
+  void dead_letter_purge(const httplib::Request& req, httplib::Response& res) {
+    storage::dead_letter_filter f;
+    f.id = path_id(req);
+    body_of(req);
+    purge_dead_letters(req, res, f, json{{"dead_letter_id", f.id}});
+  }
+
+  /// A bulk action's filter: {"queue", "kind", "fingerprint"} (strings),
+  /// or {"all": true} for every dead letter.
+  static std::pair<storage::dead_letter_filter, json>
+  bulk_filter(const httplib::Request& req) {
+    auto body = body_of(req);
+    storage::dead_letter_filter f;
+    json target = json::object();
+    bool all = false;
+    for (auto& [key, value] : body.items()) {
+      if (key == "all") {
+        if (!value.is_boolean())
+          throw bad_request(400, "\"all\" must be true or false");
+        all = value.get<bool>();
+        continue;
+      }
+      std::string* field = key == "queue"         ? &f.queue
+                           : key == "kind"        ? &f.kind
+                           : key == "fingerprint" ? &f.fingerprint
+                                                  : nullptr;
+      if (field == nullptr)
+        throw bad_request(400, "unknown key \"" + key
+                                 + "\" (allowed: queue, kind, fingerprint, "
+                                   "all)");
+      if (!value.is_string() || value.get<std::string>().size() > 1000)
+        throw bad_request(400, "\"" + key + "\" must be a string");
+      *field = value.get<std::string>();
+      if (!field->empty())
+        target[key] = *field;
+    }
+    if (target.empty() && !all)
+      throw bad_request(400, "give a filter (queue, kind, fingerprint), or "
+                             "{\"all\": true} to act on every dead letter");
+    if (target.empty())
+      target["all"] = true;
+    return {f, target};
+  }
+
+  void dead_letters_retry(const httplib::Request& req, httplib::Response& res) {
+    auto [f, target] = bulk_filter(req);
+    retry_dead_letters(req, res, f, target);
+  }
+
+  void dead_letters_purge(const httplib::Request& req, httplib::Response& res) {
+    auto [f, target] = bulk_filter(req);
+    purge_dead_letters(req, res, f, target);
+  }
+};
+
+dashboard::dashboard(const runtime_config& cfg, dashboard_node node,
+                     std::shared_ptr<const prometheus_observer> metrics)
+  : impl_(std::make_unique<impl>(cfg, std::move(node), std::move(metrics))) {
+}
+
+dashboard::~dashboard() = default;
+
+std::vector<std::string> dashboard::paths() {
+  return {"/", "/api/session", "/api/overview", "/api/nodes",
+          "/api/schedules", "/api/jobs", "/api/jobs/ID", "/api/dead-letters",
+          "/api/dead-letters/ID", "/api/dead-letters/count", "/api/failures",
+          "/api/audit"};
+}
+
+void dashboard::install(httplib::Server& srv) {
+  auto* d = impl_.get();
+  using member = void (impl::*)(const httplib::Request&, httplib::Response&);
+  // Every method of a path reaches the checks, which answer 405 to the
+  // wrong one.
+  auto route = [&](const char* pattern, dashboard_access access, member fn) {
+    httplib::Server::Handler h = [d, access, fn](const httplib::Request& req,
+                                                 httplib::Response& res) {
+      d->serve(req, res, access,
+               [d, fn](const httplib::Request& q, httplib::Response& r) {
+                 (d->*fn)(q, r);
+               });
+    };
+    srv.Get(pattern, h);
+    srv.Post(pattern, h);
+    srv.Put(pattern, h);
+    srv.Patch(pattern, h);
+    srv.Delete(pattern, h);
+  };
+  using A = dashboard_access;
+  route("/api/session", A::page, &impl::session);
+  route("/api/overview", A::read, &impl::overview);
+  route("/api/nodes", A::read, &impl::nodes);
+  route("/api/schedules", A::read, &impl::schedules);
+  route("/api/jobs", A::read, &impl::jobs);
+  route(R"(/api/jobs/(\d+))", A::read, &impl::job);
+  route(R"(/api/jobs/(\d+)/retry)", A::action, &impl::job_retry);
+  route(R"(/api/jobs/(\d+)/cancel)", A::action, &impl::job_cancel);
+  route("/api/dead-letters", A::read, &impl::dead_letters);
+  route("/api/dead-letters/count", A::read, &impl::dead_letter_count);
+  route("/api/dead-letters/retry", A::action, &impl::dead_letters_retry);
+  route("/api/dead-letters/purge", A::action, &impl::dead_letters_purge);
+  route(R"(/api/dead-letters/(\d+))", A::read, &impl::dead_letter);
+  route(R"(/api/dead-letters/(\d+)/retry)", A::action,
+        &impl::dead_letter_retry);
+  route(R"(/api/dead-letters/(\d+)/purge)", A::action,
+        &impl::dead_letter_purge);
+  route("/api/failures", A::read, &impl::failures);
+  route("/api/audit", A::read, &impl::audit);
+  // The page and its files (the page holds no data).
+  auto asset = [d](const httplib::Request& req, httplib::Response& res) {
+    d->serve(req, res, dashboard_access::page,
+             [](const httplib::Request& q, httplib::Response& r) {
+               auto path = q.path == "/index.html" ? "/" : q.path;
+               auto* a = find_dashboard_asset(path);
+               if (a == nullptr)
+                 throw bad_request(404, "no such file");
+               r.set_content(a->body.data(), a->body.size(), a->content_type);
+             });
+  };
+  for (auto* path : {"/", "/index.html", "/app.js", "/app.css",
+                     "/vendor/chart.min.js"})
+    srv.Get(path, asset);
+  srv.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 204;
+  });
+  spdlog::info("http: dashboard at / ({}{}{})",
+               d->policy.read_only          ? "read-only"
+               : d->policy.actions_enabled() ? "actions need the token"
+                                             : "actions off: no token set",
+               d->policy.protect_reads ? ", reads need the token" : "",
+               dashboard_has_charts() ? "" : ", no charts: Chart.js missing");
+}
+
+} // namespace aw
