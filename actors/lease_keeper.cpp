@@ -82,6 +82,11 @@ void check_cancel_requests(lease_keeper_pointer self,
 
 void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
   auto& st = self->state;
+  // This process's row in worker_nodes, every round, idle or not (storage
+  // logs a failure; the next round tries again).
+  self->request(st.cfg.store, st.cfg.heartbeat_interval, node_atom::value,
+                static_cast<int64_t>(snap->ids.size()))
+    .then([](bool) {}, [](caf::error&) {});
   if (snap->ids.empty()) {
     st.last_refresh = self->clock().now();
     end_round(self);

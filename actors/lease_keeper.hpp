@@ -9,7 +9,9 @@
 //     never both believe they own a job;
 //  3. after a refresh, asks which of these jobs an operator asked to cancel
 //     (`jobs cancel`, whose NOTIFY the listener may have missed) and tells
-//     their pollers.
+//     their pollers;
+//  4. refreshes this process's row in worker_nodes (with the number of
+//     jobs it holds), so `actor-worker nodes` sees it alive.
 // It looks after this node's leases only: rescuing expired ones,
 // cluster-wide, is maintenance's work (maintenance.hpp).
 

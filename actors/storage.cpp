@@ -328,6 +328,9 @@ caf::error record_instead(storage_pointer self, size_t i,
                   outcome.job_id, render(reports.error()));
     reports = std::vector<storage::finish_report>(1);
   }
+  // What was recorded is the failure: its log line, the poller's report
+  // and the metrics say so.
+  outcome = std::move(failure);
   deliver(self, i, 1, *reports);
   return {};
 }
@@ -542,6 +545,25 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
       if (!samples)
         count = std::move(samples.error());
       return logged(st, "sample_queues", std::move(count));
+    },
+    [self](node_atom, int64_t held) -> caf::result<bool> {
+      auto err = self->state.store->refresh_node(held);
+      observe(self->state, "refresh_node", err);
+      if (err) {
+        spdlog::error("storage: {}", render(err));
+        return err;
+      }
+      return true;
+    },
+    [self](leave_atom) -> caf::result<bool> {
+      auto err = self->state.store->leave();
+      observe(self->state, "leave", err);
+      if (err) {
+        spdlog::warn("storage: {} (the row goes with the next cleanup)",
+                     render(err));
+        return err;
+      }
+      return true;
     },
     [self](flush_atom) { flush(self); },
   };

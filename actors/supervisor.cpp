@@ -30,6 +30,11 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
   opts.fence_wait = defaults::fence_wait;
   opts.prepared_statements = cfg.config.database.pooler != "transaction";
+  opts.node = cfg.config.worker.node;
+  opts.host = cfg.host;
+  opts.version = cfg.version;
+  for (auto& q : cfg.config.queues)
+    opts.queues.push_back(q.name);
   return opts;
 }
 
@@ -119,6 +124,9 @@ void start_components(supervisor_pointer self) {
   spawn_listener(self);
   spawn_maintenance(self);
   spawn_lease_keeper(self);
+  // In worker_nodes at once, not one heartbeat interval later.
+  self->request(st.claimer, caf::infinite, node_atom::value, int64_t{0})
+    .then([](bool) {}, [](caf::error&) {});
   spdlog::info("worker {} running: {} queue(s), {} connection(s) for jobs",
                st.cfg.worker_id, st.cfg.config.queues.size(),
                st.completers.size());
@@ -297,25 +305,24 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
         // Drained: no running job is left to heartbeat.
         if (st.lease_keeper)
           self->send_exit(st.lease_keeper, caf::exit_reason::user_shutdown);
-        auto flushes = std::make_shared<size_t>(st.completers.size());
+        // Every storage actor flushes; the claimer also deletes this
+        // process's row in worker_nodes, after its flush.
+        auto flushes = std::make_shared<size_t>(st.completers.size() + 1);
+        auto done = [self, promise, released, flushes]() mutable {
+          if (--*flushes > 0)
+            return;
+          spdlog::info("stopped: {} job(s) released", *released);
+          promise.deliver(*released);
+          self->quit(caf::exit_reason::user_shutdown);
+        };
         for (auto& c : st.completers)
           self->request(c, caf::infinite, release_atom::value,
                         std::vector<held_job>{}, true)
-            .then(
-              [self, promise, released, flushes](int64_t) mutable {
-                if (--*flushes == 0) {
-                  spdlog::info("stopped: {} job(s) released",
-                               *released);
-                  promise.deliver(*released);
-                  self->quit(caf::exit_reason::user_shutdown);
-                }
-              },
-              [self, promise, released, flushes](caf::error&) mutable {
-                if (--*flushes == 0) {
-                  promise.deliver(*released);
-                  self->quit(caf::exit_reason::user_shutdown);
-                }
-              });
+            .then([done](int64_t) mutable { done(); },
+                  [done](caf::error&) mutable { done(); });
+        self->request(st.claimer, caf::infinite, leave_atom::value)
+          .then([done](bool) mutable { done(); },
+                [done](caf::error&) mutable { done(); });
       };
       if (*remaining == 0) {
         finish();

@@ -32,6 +32,9 @@ struct supervisor_config {
   runtime_config config;
   /// Written to locked_by: node name, process id and a random suffix.
   std::string worker_id;
+  /// This host's name and the runtime's version, for worker_nodes.
+  std::string host;
+  std::string version;
   /// Starts the handlers.
   std::shared_ptr<job_runner> runner;
   /// Hooks and follow-ups.

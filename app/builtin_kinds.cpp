@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <pqxx/pqxx>
 
@@ -60,8 +61,11 @@ class record_connection {
 public:
   template <class F>
   static auto with(const std::string& url, F fn) {
-    thread_local std::unique_ptr<pqxx::connection> conn;
-    thread_local std::string conn_url;
+    // Outside the template: one connection per thread for every call site
+    // (a thread_local in with<F> would be one per lambda, and the one of
+    // the run's second statement would still point at a server that went
+    // away after the first one reconnected).
+    auto& [conn, conn_url] = thread_state();
     try {
       if (!conn || conn_url != url || !conn->is_open()) {
         conn.reset();
@@ -77,6 +81,12 @@ public:
       conn.reset();
       throw;
     }
+  }
+
+private:
+  static std::pair<std::unique_ptr<pqxx::connection>, std::string>& thread_state() {
+    thread_local std::pair<std::unique_ptr<pqxx::connection>, std::string> state;
+    return state;
   }
 };
 

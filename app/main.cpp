@@ -165,6 +165,21 @@ int main(int argc, char** argv) {
   auto* migrate_cmd = add_command(&app, "migrate", "apply schema migrations");
   auto* run_cmd = add_command(&app, "run",
                               "run a worker until SIGINT/SIGTERM");
+  std::string node;
+  run_cmd->add_option("--node", node,
+                      "the node of a cluster file to run (default: [worker] "
+                      "node, then the host name)");
+  bool nodes_json = false;
+  auto* nodes_cmd = add_command(
+    &app, "nodes", "list the worker processes of the cluster (alive or dead)");
+  nodes_cmd->add_flag("--json", nodes_json,
+                      "a JSON array of objects keyed by column name");
+  bool check_json = false;
+  auto* check_cmd = add_command(
+    &app, "check",
+    "validate the config file (every node of a cluster) and print what each "
+    "node would run; connects nowhere");
+  check_cmd->add_flag("--json", check_json, "print a JSON document");
 
   enqueue_options enq;
   auto* enqueue_cmd = add_command(
@@ -355,12 +370,21 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(common.log_level));
 
   try {
-    auto cfg = aw::resolve_config({common.config_file, common.database_url});
+    if (*check_cmd)
+      return check_config(common.config_file, check_json);
+    aw::config_sources sources;
+    sources.file = common.config_file;
+    sources.database_url = common.database_url;
+    sources.node = node;
+    sources.select_node = run_cmd->parsed();
+    auto cfg = aw::resolve_config(sources);
     aw::configure_log_format(cfg.log);
     if (*migrate_cmd)
       return migrate_schema(cfg);
     if (*run_cmd)
       return run_worker(cfg);
+    if (*nodes_cmd)
+      return list_nodes(cfg, nodes_json);
     if (*enqueue_cmd)
       return enqueue_job(cfg, enq);
     if (*list_cmd)

@@ -102,6 +102,8 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   supervisor_config sc;
   sc.config = std::move(cfg);
   sc.worker_id = worker_id_;
+  sc.host = local_host_name();
+  sc.version = AW_VERSION;
   sc.runner = runner_;
   sc.handlers = reg;
   sc.hooks = hooks;

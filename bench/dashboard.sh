@@ -20,7 +20,7 @@
 #      the total time, the status and the answer's size.
 #   3. one bulk action, timed once: retry a failure group.
 #   4. EXPLAIN (ANALYZE, TIMING OFF) of the statements that the indexes of
-#      migrations/010_dashboard.sql serve, with the index and without it
+#      migrations/011_dashboard.sql serve, with the index and without it
 #      (dropped inside a transaction that rolls back).
 #
 #   bench/dashboard.sh
@@ -243,7 +243,7 @@ answer=$(curl -s -X POST -H "Authorization: Bearer $TOKEN" -H 'Content-Type: app
 echo "POST /api/dead-letters/retry (group kind=charge, \"$fp\": $count dead letters): $(fsub "$(now)" "$t0") s -> $(echo "$answer" | head -c 60)..."
 sql $DB -c "select '#   audit_log: ' || action || ' affected ' || affected || ', ' || cardinality(job_ids) || ' job ids kept' from audit_log"
 
-# -- 4. the indexes of migration 010: with and without ----------------------------------
+# -- 4. the indexes of migration 011: with and without ----------------------------------
 explain() {  # explain LABEL INDEX SQL: execution time with the index, then without
   local with without
   with=$(sql $DB -c "explain (analyze, timing off, format json) $3" | gawk 'match($0, /"Execution Time": [0-9.]+/) { print substr($0, RSTART + 18, RLENGTH - 18) }')
@@ -256,7 +256,7 @@ EOF
 )
   printf '#   %-52s with %-28s %8.1f ms, without %8.1f ms\n' "$1" "$2" "$with" "$without"
 }
-echo "# EXPLAIN ANALYZE, execution time of the statements migration 010's indexes serve:"
+echo "# EXPLAIN ANALYZE, execution time of the statements migration 011's indexes serve:"
 explain "jobs list, state=cancelled, newest 50" job_rows_finished_idx \
   "select id from job_rows where state = 'cancelled' and ready_xid is null order by id desc limit 50"
 explain "jobs list, state=completed off the lanes, newest 50" job_rows_finished_idx \

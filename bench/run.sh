@@ -30,7 +30,14 @@
 #   CONCURRENCY (10,64,500) [queues.default] concurrency per process
 #   PROCS (1,2)             worker processes
 #   EXTRA_TOML ("")         more [worker] keys, e.g. 'completed_retention = "0"'
+#   DB_TOML ("")            more [database] keys, e.g. 'pooler = "transaction"';
+#                           @URL@ in it stands for the run's database straight
+#                           on PORT (listen_url = "@URL@")
 #   PORT (5498)             server port;  PGDIR (/tmp/aw-bench-pg-$$) its dir
+#   WORKER_PORT (PORT)      the port the workers' url connects to (a pooler in
+#                           front of the server: bench/pgbouncer.sh); migrate,
+#                           the enqueue, the drain poll and the checks go
+#                           straight to PORT
 #   BIN                     an actor-worker binary (default: build Release
 #                           into BUILD_DIR, <repo>/build-bench)
 #   POLL_MS (20)            drain poll period; RUN_TIMEOUT (600) s per run
@@ -52,7 +59,9 @@ REPS=${REPS:-1}
 CONCURRENCY=${CONCURRENCY:-10,64,500}
 PROCS=${PROCS:-1,2}
 EXTRA_TOML=${EXTRA_TOML:-}
+DB_TOML=${DB_TOML:-}
 PORT=${PORT:-5498}
+WORKER_PORT=${WORKER_PORT:-$PORT}
 PGDIR=${PGDIR:-/tmp/aw-bench-pg-$$}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
 POLL_MS=${POLL_MS:-20}
@@ -114,6 +123,8 @@ sql postgres -F '=' -c "select name, current_setting(name) from pg_settings wher
   ('shared_buffers','synchronous_commit','fsync','full_page_writes','wal_level','max_wal_size',
    'checkpoint_timeout','max_connections','work_mem','autovacuum') order by 1" | sed 's/^/#   /'
 echo "# actor-worker: $BIN; cores $(nproc); N=$N REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none}"
+[ "$WORKER_PORT" = "$PORT" ] && [ -z "$DB_TOML" ] \
+  || echo "# workers connect to port $WORKER_PORT (server: $PORT); DB_TOML=${DB_TOML//$'\n'/; }"
 
 # One psql session for snapshots and the drain poll (one backend, like the
 # peers' driver client, not a new one every POLL_MS).
@@ -152,8 +163,11 @@ one_run() {
   local cfgname="c$conc/p$procs"
   local db="awbench_c${conc}_p${procs}_r${rep}"
   local url="postgresql://postgres@127.0.0.1:$PORT/$db"
+  local worker_url="postgresql://postgres@127.0.0.1:$WORKER_PORT/$db"
 
-  sql postgres -c "drop database if exists $db" -c "create database $db"
+  # WITH (FORCE): a pooler in front (WORKER_PORT) may still hold server
+  # sessions of the database after its workers stopped.
+  sql postgres -c "drop database if exists $db with (force)" -c "create database $db"
   "$BIN" migrate --database-url "$url" --log-level warn
 
   local tq te
@@ -168,7 +182,8 @@ one_run() {
   for ((i = 1; i <= procs; i++)); do
     cat >"$WORK/$db.p$i.toml" <<EOF
 [database]
-url = "$url"
+url = "$worker_url"
+${DB_TOML//@URL@/$url}
 
 [worker]
 node = "bench$i"
@@ -262,7 +277,7 @@ EOF
   echo "RESULT actor-worker/$cfgname/run$rep jobs_per_sec=$jps jobs=$N seconds=$sec"
   RESULTS+=("$cfgname $jps $sec")
 
-  sql postgres -c "drop database $db"
+  sql postgres -c "drop database $db with (force)"
 }
 
 IFS=, read -r -a CONCS <<<"$CONCURRENCY"

@@ -269,6 +269,54 @@ std::optional<std::string> normalize_host_port(const std::string& text);
 /// durations are rejected with the file, line and key in the message.
 runtime_config load_config(const std::string& path);
 
+/// [nodes.NAME]: one node of a cluster file, resolved: the top level's
+/// [database], [worker], [queues.*] (and every other section) with the
+/// node's own worker keys, the queues it serves and their per-node
+/// settings over them.
+struct node_config {
+  /// The section's name: the node's name (its worker.node).
+  std::string name;
+  /// Where the section starts ("cluster.toml:40").
+  std::string where;
+  /// What `run --node NAME` runs.
+  runtime_config config;
+};
+
+/// A configuration file read whole: the top level, and the nodes when it
+/// describes a cluster. A file without [nodes] is a single node's file, as
+/// always.
+struct cluster_config {
+  /// The file (for messages).
+  std::string source;
+  /// [cluster] name; empty when the file has no [cluster].
+  std::string name;
+  /// The top level: every node's defaults, and the whole configuration of
+  /// a file without [nodes].
+  runtime_config defaults;
+  /// The top level's [worker] node when the file sets it (it picks the
+  /// node when `--node` is not given).
+  std::string named_node;
+  /// [nodes.NAME], sorted by name; empty for a single node's file.
+  std::vector<node_config> nodes;
+};
+
+/// Reads a whole configuration, every node included. Throws config_error
+/// with file:line:key for the first problem of any node.
+cluster_config parse_cluster(const std::string& toml_text,
+                             const std::string& source_name);
+cluster_config load_cluster(const std::string& path);
+
+/// The configuration to run: for a file with [nodes], the node named
+/// `requested` (`--node`), else [worker] node, else this host's name;
+/// a name the file does not define throws config_error listing the names
+/// it does. For a file without [nodes], the top level (`requested`, when
+/// given, names the node).
+runtime_config select_node(const cluster_config& cluster,
+                           const std::string& requested);
+
+/// This host's name (gethostname), or the default node name.
+std::string local_host_name();
+
 /// Where a node's configuration comes from, lowest precedence first.
 struct config_sources {
   /// A TOML file; empty: the defaults.
@@ -276,6 +324,11 @@ struct config_sources {
   /// Wins over DATABASE_URL and the file's [database] url (the CLI's
   /// --database-url); empty: not given.
   std::string database_url;
+  /// The node to run (`--node`); empty: [worker] node, then the host name.
+  std::string node;
+  /// Pick a node of a cluster file even without `node` (`run` does; the
+  /// admin commands use the top level, which every node shares).
+  bool select_node = false;
 };
 
 /// Resolves a configuration the way `actor-worker` does: the file (or the

@@ -11,6 +11,8 @@
 #include <functional>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <toml++/toml.h>
 
 #include "actor_worker/config/config.hpp"
@@ -641,6 +643,66 @@ std::pair<std::string, int> split_listen(const std::string& listen) {
   return {host, port};
 }
 
+}
+
+namespace {
+
+/// The keys of [worker].
+const std::set<std::string>& worker_keys() {
+  static const std::set<std::string> keys{
+    "node", "poll_interval", "max_retries", "shutdown_drain",
+    "completed_retention", "dead_letter_retention", "maintenance_interval",
+    "heartbeat_interval", "reclaim_window", "idle_poll_permits",
+    "local_queue_size", "local_queue_bytes"};
+  return keys;
+}
+
+/// Reads the [worker] keys `w` sets into `out`; `p` is their prefix in
+/// messages ("worker.", or "nodes.NAME." for a node's overrides).
+void read_worker(const std::string& source, const toml::table& w,
+                 const std::string& p, worker_config& out_cfg) {
+  auto& cfg_worker = out_cfg;
+  read_string(source, w, p, "node", cfg_worker.node);
+  read_duration(source, w, p, "poll_interval", cfg_worker.poll_interval);
+  read_int(source, w, p, "max_retries", cfg_worker.max_retries, 0, 1000000);
+  read_duration(source, w, p, "shutdown_drain", cfg_worker.shutdown_drain);
+  read_duration(source, w, p, "completed_retention",
+                cfg_worker.completed_retention);
+  read_duration(source, w, p, "dead_letter_retention",
+                cfg_worker.dead_letter_retention);
+  read_duration(source, w, p, "maintenance_interval",
+                cfg_worker.maintenance_interval);
+  read_duration(source, w, p, "heartbeat_interval",
+                cfg_worker.heartbeat_interval);
+  read_duration(source, w, p, "reclaim_window", cfg_worker.reclaim_window);
+  read_int(source, w, p, "idle_poll_permits", cfg_worker.idle_poll_permits,
+           0, 100000);
+  read_int(source, w, p, "local_queue_size", cfg_worker.local_queue_size,
+           1, 100000);
+  read_size(source, w, p, "local_queue_bytes",
+            cfg_worker.local_queue_bytes, 1);
+  if (cfg_worker.node.empty())
+    throw config_error(where(source, at(w, "node"), p + "node")
+                       + ": must not be empty");
+  if (cfg_worker.poll_interval.count() <= 0)
+    throw config_error(where(source, at(w, "poll_interval"),
+                             p + "poll_interval")
+                       + ": must be greater than 0");
+}
+
+/// Reads a [queues.NAME] table (or a node's [nodes.N.queues.NAME]) into
+/// `qc`; `p` is the keys' prefix in messages.
+void read_queue(const std::string& source, const toml::table& q,
+                const std::string& p, queue_config& qc) {
+  reject_unknown(source, q, p,
+                 {"concurrency", "deadline", "local_queue_size",
+                  "local_queue_bytes"});
+  read_int(source, q, p, "concurrency", qc.concurrency, 1, 100000);
+  read_duration(source, q, p, "deadline", qc.deadline);
+  read_int(source, q, p, "local_queue_size", qc.local_queue_size, 1, 100000);
+  read_size(source, q, p, "local_queue_bytes", qc.local_queue_bytes, 1);
+}
+
 } // namespace
 
 std::optional<std::string> normalize_host_port(const std::string& text) {
@@ -746,21 +808,40 @@ int http_config::port() const {
   return split_listen(listen).second;
 }
 
-runtime_config parse_config(const std::string& toml_text,
-                            const std::string& source) {
-  toml::table root;
+namespace {
+
+/// Runs cfg.validate(); its message starts with the key it is about, which
+/// `locate` turns into the node in the file that sets it (or null).
+void validate_at(runtime_config& cfg, const std::string& source,
+                 const std::function<std::pair<std::string, const toml::node*>(
+                   const std::string&)>& locate) {
   try {
-    root = toml::parse(toml_text, source);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream out;
-    out << source << ":" << e.source().begin.line << ":"
-        << e.source().begin.column << ": invalid TOML: " << e.description();
-    throw config_error(out.str());
+    cfg.validate();
+  } catch (const config_error& e) {
+    std::string message = e.what();
+    auto key = message.substr(0, message.find(' '));
+    auto [name, node] = locate(key);
+    if (node)
+      throw config_error(where(source, *node, name) + ": " + message);
+    throw config_error(source + ": " + message);
   }
+}
+
+/// The node of `key` ("worker.poll_interval") in `root`, or null.
+const toml::node* find_key(const toml::table& root, const std::string& key) {
+  std::map<std::string, const toml::node*> keys;
+  index_keys(root, "", keys);
+  auto i = keys.find(key);
+  return i == keys.end() ? nullptr : i->second;
+}
+
+/// The top level of a file: every section but [cluster] and [nodes].
+runtime_config read_top_level(const toml::table& root,
+                              const std::string& source) {
   runtime_config cfg;
   reject_unknown(source, root, "",
                  {"database", "worker", "scheduler", "queues", "kinds",
-                  "http", "metrics", "log"});
+                  "http", "metrics", "log", "cluster", "nodes"});
   if (auto db = sub_table(source, root, "database", "")) {
     reject_unknown(source, *db, "database.",
                    {"url", "pool_size", "pooler", "listen_url"});
@@ -775,40 +856,8 @@ runtime_config parse_config(const std::string& toml_text,
              64);
   }
   if (auto w = sub_table(source, root, "worker", "")) {
-    const std::string p = "worker.";
-    reject_unknown(source, *w, p,
-                   {"node", "poll_interval", "max_retries", "shutdown_drain",
-                    "completed_retention", "dead_letter_retention",
-                    "maintenance_interval",
-                    "heartbeat_interval", "reclaim_window",
-                    "idle_poll_permits", "local_queue_size",
-                    "local_queue_bytes"});
-    read_string(source, *w, p, "node", cfg.worker.node);
-    read_duration(source, *w, p, "poll_interval", cfg.worker.poll_interval);
-    read_int(source, *w, p, "max_retries", cfg.worker.max_retries, 0, 1000000);
-    read_duration(source, *w, p, "shutdown_drain", cfg.worker.shutdown_drain);
-    read_duration(source, *w, p, "completed_retention",
-                  cfg.worker.completed_retention);
-    read_duration(source, *w, p, "dead_letter_retention",
-                  cfg.worker.dead_letter_retention);
-    read_duration(source, *w, p, "maintenance_interval",
-                  cfg.worker.maintenance_interval);
-    read_duration(source, *w, p, "heartbeat_interval",
-                  cfg.worker.heartbeat_interval);
-    read_duration(source, *w, p, "reclaim_window", cfg.worker.reclaim_window);
-    read_int(source, *w, p, "idle_poll_permits", cfg.worker.idle_poll_permits,
-             0, 100000);
-    read_int(source, *w, p, "local_queue_size", cfg.worker.local_queue_size,
-             1, 100000);
-    read_size(source, *w, p, "local_queue_bytes",
-              cfg.worker.local_queue_bytes, 1);
-    if (cfg.worker.node.empty())
-      throw config_error(where(source, at(*w, "node"), p + "node")
-                         + ": must not be empty");
-    if (cfg.worker.poll_interval.count() <= 0)
-      throw config_error(where(source, at(*w, "poll_interval"),
-                               p + "poll_interval")
-                         + ": must be greater than 0");
+    reject_unknown(source, *w, "worker.", worker_keys());
+    read_worker(source, *w, "worker.", cfg.worker);
   }
   if (auto sc = sub_table(source, root, "scheduler", "")) {
     const std::string p = "scheduler.";
@@ -827,17 +876,9 @@ runtime_config parse_config(const std::string& toml_text,
       if (!value.is_table())
         throw config_error(where(source, value, "queues." + name)
                            + ": expected a table ([queues." + name + "])");
-      auto& q = *value.as_table();
-      reject_unknown(source, q, p,
-                     {"concurrency", "deadline", "local_queue_size",
-                      "local_queue_bytes"});
       queue_config qc;
       qc.name = name;
-      read_int(source, q, p, "concurrency", qc.concurrency, 1, 100000);
-      read_duration(source, q, p, "deadline", qc.deadline);
-      read_int(source, q, p, "local_queue_size", qc.local_queue_size, 1,
-               100000);
-      read_size(source, q, p, "local_queue_bytes", qc.local_queue_bytes, 1);
+      read_queue(source, *value.as_table(), p, qc);
       cfg.queues.push_back(std::move(qc));
     }
   }
@@ -877,23 +918,114 @@ runtime_config parse_config(const std::string& toml_text,
                          + ": expected \"text\" or \"json\", got \""
                          + cfg.log.format + "\"");
   }
-  try {
-    cfg.validate();
-  } catch (const config_error& e) {
-    // validate()'s messages start with the key they are about: point at
-    // its line when the file sets it.
-    std::string message = e.what();
-    auto key = message.substr(0, message.find(' '));
-    std::map<std::string, const toml::node*> keys;
-    index_keys(root, "", keys);
-    if (auto i = keys.find(key); i != keys.end())
-      throw config_error(where(source, *i->second, key) + ": " + message);
-    throw config_error(source + ": " + message);
-  }
+  // validate()'s messages start with the key they are about: point at its
+  // line when the file sets it.
+  validate_at(cfg, source, [&](const std::string& key) {
+    return std::make_pair(key, find_key(root, key));
+  });
   return cfg;
 }
 
-runtime_config load_config(const std::string& path) {
+/// A [nodes.NAME] section over the top level's configuration.
+node_config read_node(const cluster_config& cluster, const toml::table& root,
+                      const std::string& name, const toml::node& value,
+                      const std::string& source) {
+  const std::string p = "nodes." + name + ".";
+  if (!value.is_table())
+    throw config_error(where(source, value, "nodes." + name)
+                       + ": expected a table ([nodes." + name + "])");
+  auto& t = *value.as_table();
+  node_config n;
+  n.name = name;
+  n.where = source + ":" + std::to_string(t.source().begin.line);
+  n.config = cluster.defaults;
+  auto known = worker_keys();
+  known.erase("node"); // the section's name is the node's name
+  known.insert("queues");
+  reject_unknown(source, t, p, known);
+  read_worker(source, t, p, n.config.worker);
+  n.config.worker.node = name;
+  // The queues it serves: a list of names, or a table of per-node queue
+  // settings whose keys are the names. A queue the top level does not
+  // define runs with the defaults.
+  auto base = [&](const std::string& queue) {
+    for (auto& q : cluster.defaults.queues)
+      if (q.name == queue)
+        return q;
+    queue_config q;
+    q.name = queue;
+    return q;
+  };
+  if (auto qs = t.get("queues")) {
+    std::vector<queue_config> served;
+    std::set<std::string> seen;
+    if (auto list = qs->as_array()) {
+      for (auto& item : *list) {
+        auto queue = item.value<std::string>();
+        if (!item.is_string() || !queue || queue->empty())
+          throw config_error(where(source, item, p + "queues")
+                             + ": expected queue names (strings)");
+        if (!seen.insert(*queue).second)
+          throw config_error(where(source, item, p + "queues") + ": queue '"
+                             + *queue + "' is listed twice");
+        served.push_back(base(*queue));
+      }
+    } else if (auto table = qs->as_table()) {
+      for (auto&& [key, settings] : *table) {
+        std::string queue{key.str()};
+        if (!settings.is_table())
+          throw config_error(where(source, settings, p + "queues." + queue)
+                             + ": expected a table ([" + p + "queues." + queue
+                             + "])");
+        auto qc = base(queue);
+        read_queue(source, *settings.as_table(), p + "queues." + queue + ".",
+                   qc);
+        served.push_back(std::move(qc));
+      }
+    } else {
+      throw config_error(where(source, *qs, p + "queues")
+                         + ": expected a list of queue names or [" + p
+                         + "queues.NAME] tables");
+    }
+    if (served.empty())
+      throw config_error(where(source, *qs, p + "queues")
+                         + ": a node serves at least one queue");
+    n.config.queues = std::move(served);
+  }
+  // Cross-key checks point at the node's key when it sets it, else at the
+  // top level's.
+  validate_at(n.config, source, [&](const std::string& key) {
+    std::string own;
+    if (key.rfind("worker.", 0) == 0)
+      own = p + key.substr(7);
+    else if (key.rfind("queues.", 0) == 0)
+      own = p + key;
+    if (!own.empty())
+      if (auto node = find_key(root, own))
+        return std::make_pair(own, node);
+    if (auto node = find_key(root, key))
+      return std::make_pair(key, node);
+    // Set by neither (a check across keys the node sets only some of):
+    // the node's section.
+    return std::make_pair("nodes." + name,
+                          static_cast<const toml::node*>(&t));
+  });
+  return n;
+}
+
+toml::table parse_toml(const std::string& toml_text,
+                       const std::string& source) {
+  try {
+    return toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream out;
+    out << source << ":" << e.source().begin.line << ":"
+        << e.source().begin.column << ": invalid TOML: " << e.description();
+    throw config_error(out.str());
+  }
+}
+
+std::string read_file_bounded(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw config_error(path + ": cannot open the configuration file");
@@ -906,15 +1038,94 @@ runtime_config load_config(const std::string& path) {
     throw config_error(path + ": the configuration file is larger than "
                        + std::to_string(defaults::max_config_bytes / 1024)
                        + " KiB; is it the right file?");
-  return parse_config(text, path);
+  return text;
+}
+
+} // namespace
+
+cluster_config parse_cluster(const std::string& toml_text,
+                             const std::string& source) {
+  auto root = parse_toml(toml_text, source);
+  cluster_config out;
+  out.source = source;
+  out.defaults = read_top_level(root, source);
+  if (auto w = root.get_as<toml::table>("worker"))
+    if (auto node = w->get("node"); node && node->is_string())
+      out.named_node = *node->value<std::string>();
+  if (auto c = sub_table(source, root, "cluster", "")) {
+    reject_unknown(source, *c, "cluster.", {"name"});
+    read_string(source, *c, "cluster.", "name", out.name);
+  }
+  if (auto ns = sub_table(source, root, "nodes", "")) {
+    for (auto&& [key, value] : *ns)
+      out.nodes.push_back(
+        read_node(out, root, std::string{key.str()}, value, source));
+    std::sort(out.nodes.begin(), out.nodes.end(),
+              [](const node_config& a, const node_config& b) {
+                return a.name < b.name;
+              });
+  }
+  return out;
+}
+
+cluster_config load_cluster(const std::string& path) {
+  return parse_cluster(read_file_bounded(path), path);
+}
+
+runtime_config parse_config(const std::string& toml_text,
+                            const std::string& source) {
+  return parse_cluster(toml_text, source).defaults;
+}
+
+std::string local_host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0')
+    return defaults::node;
+  return buf;
+}
+
+runtime_config select_node(const cluster_config& cluster,
+                           const std::string& requested) {
+  if (cluster.nodes.empty()) {
+    auto cfg = cluster.defaults;
+    if (!requested.empty())
+      cfg.worker.node = requested;
+    return cfg;
+  }
+  auto name = !requested.empty()          ? requested
+              : !cluster.named_node.empty() ? cluster.named_node
+                                            : local_host_name();
+  for (auto& n : cluster.nodes)
+    if (n.name == name)
+      return n.config;
+  std::string names;
+  for (auto& n : cluster.nodes)
+    names += (names.empty() ? "" : ", ") + n.name;
+  std::string how = !requested.empty() ? "--node"
+                    : !cluster.named_node.empty()
+                      ? "[worker] node"
+                      : "the host name (no --node, no [worker] node)";
+  throw config_error(cluster.source + ": node '" + name + "' (from " + how
+                     + ") is not defined in this cluster file; its nodes are: "
+                     + names + " (pass --node NAME)");
+}
+
+runtime_config load_config(const std::string& path) {
+  return parse_config(read_file_bounded(path), path);
 }
 
 runtime_config resolve_config(const config_sources& sources) {
   runtime_config cfg;
-  if (!sources.file.empty())
-    cfg = load_config(sources.file);
-  else
+  if (!sources.file.empty()) {
+    auto cluster = load_cluster(sources.file);
+    cfg = sources.select_node || !sources.node.empty()
+            ? select_node(cluster, sources.node)
+            : cluster.defaults;
+  } else {
     cfg.validate();
+    if (!sources.node.empty())
+      cfg.worker.node = sources.node;
+  }
   if (!sources.database_url.empty())
     cfg.database.url = sources.database_url;
   else if (auto env = std::getenv("DATABASE_URL"); env && *env)

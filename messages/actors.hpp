@@ -107,7 +107,12 @@ using storage_actor = caf::typed_actor<
   caf::replies_to<rescue_atom>::with<std::vector<rescued_job>>,
   // Samples every queue's depth by state for the node's observer (metrics);
   // replies with the number of queues sampled.
-  caf::replies_to<sample_atom>::with<int64_t>>;
+  caf::replies_to<sample_atom>::with<int64_t>,
+  // Inserts or refreshes this process's row in worker_nodes with the number
+  // of jobs it holds.
+  caf::replies_to<node_atom, int64_t>::with<bool>,
+  // Deletes this process's row in worker_nodes (a graceful stop).
+  caf::replies_to<leave_atom>::with<bool>>;
 
 /// What only a storage actor sends itself.
 using storage_internal = storage_actor::extend<

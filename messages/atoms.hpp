@@ -70,6 +70,10 @@ using timer_atom = caf::atom_constant<caf::atom("timer")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 /// Vacuum the queue tables whose dead tuples passed their bound.
 using vacuum_atom = caf::atom_constant<caf::atom("vacuum")>;
+/// Refresh this process's row in worker_nodes.
+using node_atom = caf::atom_constant<caf::atom("node")>;
+/// Delete this process's row in worker_nodes (a graceful stop).
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// Sample the queues' depth for the metrics.
 using sample_atom = caf::atom_constant<caf::atom("sample")>;
 

@@ -8,6 +8,17 @@
 #   scripts/pg.sh stop DIR         fast shutdown
 #   scripts/pg.sh url PORT         the URL to connect to it
 #
+# Replication, for the failover tests (a primary started with `start`):
+#
+#   scripts/pg.sh standby DIR PORT PRIMARY_PORT
+#                                  base backup of the primary on
+#                                  127.0.0.1:PRIMARY_PORT into DIR (replacing
+#                                  what is there), then start it on PORT as a
+#                                  streaming hot standby (pg_basebackup -R)
+#   scripts/pg.sh crash DIR        immediate shutdown (pg_ctl -m immediate):
+#                                  no checkpoint, sessions cut, as a crash
+#   scripts/pg.sh promote DIR      promote a standby to primary (waits)
+#
 # As root, when the postgres user cannot reach DIR (a checkout in root's
 # mode-700 home, the first place a root user clones to), the cluster lives
 # in /tmp/aw-pg-<hash of DIR> instead; start and stop agree on it.
@@ -74,8 +85,40 @@ case "$cmd" in
   url)
     echo "postgresql://postgres@127.0.0.1:$2/postgres"
     ;;
+  standby)
+    dir=$(cluster_dir "$2") port=$3 primary_port=$4
+    bin=$(pgbin)
+    [ -n "$bin" ] || { echo "pg.sh: no PostgreSQL server binaries found (apt-get install postgresql)" >&2; exit 1; }
+    if [ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      echo "pg.sh: a server already runs in $dir; stop it first" >&2
+      exit 1
+    fi
+    mkdir -p "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres "$dir"
+    rm -rf "$dir/data"
+    # -R: standby.signal and primary_conninfo (streaming from the primary);
+    # -X stream: the WAL written during the copy comes along; -c fast: no
+    # wait for the primary's next checkpoint.
+    as_pg "$bin/pg_basebackup" -h 127.0.0.1 -p "$primary_port" -U postgres -D "$dir/data" \
+      -R -X stream -c fast --no-sync >"$dir/basebackup.log" 2>&1 \
+      || { cat "$dir/basebackup.log" >&2; exit 1; }
+    as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=200" start >/dev/null \
+      || { tail -n 20 "$dir/server.log" >&2; exit 1; }
+    ;;
+  crash)
+    dir=$(cluster_dir "$2")
+    bin=$(pgbin)
+    [ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    ;;
+  promote)
+    dir=$(cluster_dir "$2")
+    bin=$(pgbin)
+    as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null \
+      || { tail -n 20 "$dir/server.log" >&2; exit 1; }
+    ;;
   *)
-    echo "usage: pg.sh start DIR PORT | stop DIR | url PORT" >&2
+    echo "usage: pg.sh start DIR PORT | stop DIR | url PORT | standby DIR PORT PRIMARY_PORT | crash DIR | promote DIR" >&2
     exit 2
     ;;
 esac

@@ -33,7 +33,7 @@ std::string dead_letters_json(pqxx::connection_base& conn, int64_t limit,
 
 /// Which dead letters `dlq retry` takes: one by id (0 = any), and of a
 /// queue, kind and error fingerprint ("" = any; the dashboard's failure
-/// groups, migrations/010_dashboard.sql).
+/// groups, migrations/011_dashboard.sql).
 struct dead_letter_filter {
   int64_t id = 0;
   std::string queue;

@@ -113,6 +113,16 @@ public:
   virtual caf::expected<std::vector<std::string>> vacuum(int64_t min_dead,
                                                          double share) = 0;
 
+  /// Inserts or refreshes this process's row in worker_nodes (`held`: the
+  /// jobs it holds). The default does nothing.
+  virtual caf::error refresh_node(int64_t /*held*/) {
+    return {};
+  }
+  /// Deletes this process's row (a graceful stop). The default does
+  /// nothing.
+  virtual caf::error leave() {
+    return {};
+  }
   /// Seconds since each of `jobs` became due, by id (for the pickup
   /// latency metric). The default knows none.
   virtual caf::expected<std::vector<std::pair<int64_t, double>>>

@@ -99,7 +99,7 @@ struct purge_report {
 purge_report purge_dead_letters(pqxx::transaction_base& tx,
                                 const dead_letter_filter& filter);
 
-/// One row of the audit log (migrations/010_dashboard.sql).
+/// One row of the audit log (migrations/011_dashboard.sql).
 struct audit_entry {
   /// job.retry, job.cancel, dead_letter.retry, dead_letter.purge.
   std::string action;

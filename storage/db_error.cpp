@@ -45,10 +45,14 @@ ec classify(const std::exception& e) {
     const auto& state = sql->sqlstate();
     // Class 08: connection exception. 57P01-57P03: the server is shutting
     // down or starting up. 53300: too many connections. 40001/40P01: a
-    // serialization failure or deadlock; retrying is the remedy.
+    // serialization failure or deadlock; retrying is the remedy. 25006: a
+    // write (or LISTEN) on a read-only server: a standby, reached by a
+    // multi-host URL without target_session_attrs=read-write, or a primary
+    // made read-only for a while (default_transaction_read_only); the
+    // session is dropped and the next one looks for a primary again.
     if (state.rfind("08", 0) == 0 || state == "57P01" || state == "57P02"
         || state == "57P03" || state == "53300" || state == "40001"
-        || state == "40P01")
+        || state == "40P01" || state == "25006")
       return ec::database_unavailable;
   }
   return ec::database_error;
@@ -68,10 +72,18 @@ std::string one_line(const std::exception& e) {
   std::string text = redact_secrets(e.what());
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
     text.pop_back();
-  for (auto& c : text)
-    if (c == '\n')
-      c = ' ';
-  return text;
+  // libpq indents its hints with a tab after the line break: one space.
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r') {
+      if (out.empty() || out.back() != ' ')
+        out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out;
 }
 
 caf::error to_error(const std::exception& e, const std::string& what_failed) {

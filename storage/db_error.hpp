@@ -12,8 +12,9 @@ namespace aw::storage {
 /// ec::database_misconfigured for a connection the server or libpq refuses
 /// for good (malformed URL, wrong password, unknown role or database);
 /// ec::database_unavailable for a lost or refused connection, a server
-/// shutting down or a commit whose outcome is unknown; ec::database_error
-/// for anything else.
+/// shutting down, a commit whose outcome is unknown or a write refused by
+/// a read-only server (a standby: the primary is elsewhere, or not yet
+/// promoted); ec::database_error for anything else.
 ec classify(const std::exception& e);
 
 /// `text` with the passwords of connection strings masked: the password of

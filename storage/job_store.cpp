@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
@@ -165,6 +167,9 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_expire_batches", sql::expire_batches},
     {"aw_rescue", sql::rescue},
     {"aw_wait_times", sql::wait_times},
+    {"aw_node_refresh", sql::node_refresh},
+    {"aw_node_leave", sql::node_leave},
+    {"aw_cleanup_nodes", sql::cleanup_nodes},
     {"aw_queue_samples", sql::queue_samples},
   };
   return all;
@@ -678,8 +683,24 @@ int64_t job_store::delete_expired(int batch) {
                  .affected_rows();
   }
   run(tx, "aw_cleanup_cancel_requests", batch);
+  // Processes gone for ten reclaim windows (not counted: not jobs).
+  run(tx, "aw_cleanup_nodes", 10 * opts_.reclaim_window.count() / 1000.0);
   tx.commit();
   return deleted;
+}
+
+void job_store::refresh_node(int64_t held) {
+  connect();
+  pqxx::nontransaction tx(*conn_, "aw_node_refresh");
+  run(tx, "aw_node_refresh", opts_.worker_id, opts_.node, opts_.host,
+      static_cast<int>(::getpid()), opts_.version,
+      to_text_array_literal(opts_.queues), held);
+}
+
+void job_store::leave() {
+  connect();
+  pqxx::nontransaction tx(*conn_, "aw_node_leave");
+  run(tx, "aw_node_leave", opts_.worker_id);
 }
 
 std::vector<int64_t>

@@ -50,6 +50,12 @@ struct job_store_options {
   std::chrono::milliseconds reclaim_window{120'000};
   /// The heartbeat interval.
   std::chrono::milliseconds heartbeat_interval{30'000};
+  /// This process, for its row in worker_nodes: node name, host, version
+  /// and the queues it serves.
+  std::string node;
+  std::string host;
+  std::string version;
+  std::vector<std::string> queues;
   /// How long a transaction may hold a lane's commit-order fence before the
   /// jobs waiting behind it are claimed the row-per-state way instead.
   std::chrono::milliseconds fence_wait{200};
@@ -151,6 +157,13 @@ public:
   /// Which of `jobs` (held by this worker) an operator asked to cancel
   /// (`actor-worker jobs cancel`), in no particular order.
   std::vector<int64_t> cancel_requests(const std::vector<int64_t>& jobs);
+
+  /// Inserts or refreshes this process's row in worker_nodes, with the
+  /// number of jobs it holds.
+  void refresh_node(int64_t held);
+
+  /// Deletes this process's row in worker_nodes (a graceful stop).
+  void leave();
 
   /// Seconds since each of `jobs` became due (its run_at), by id; jobs no
   /// longer there are left out.

@@ -65,6 +65,22 @@ public:
                    [&] { return store_.wait_times(jobs); });
   }
 
+  caf::error refresh_node(int64_t held) override {
+    auto done = guarded("refreshing this process's row in worker_nodes", [&] {
+      store_.refresh_node(held);
+      return true;
+    });
+    return done ? caf::error{} : std::move(done.error());
+  }
+
+  caf::error leave() override {
+    auto done = guarded("deleting this process's row in worker_nodes", [&] {
+      store_.leave();
+      return true;
+    });
+    return done ? caf::error{} : std::move(done.error());
+  }
+
   caf::expected<queue_samples> sample_queues() override {
     return guarded("sampling the queues' depth",
                    [&] { return store_.sample_queues(); });

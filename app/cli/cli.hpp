@@ -30,6 +30,14 @@ struct usage_error : std::runtime_error {
 std::chrono::milliseconds seconds_or_duration(const char* flag,
                                               const std::string& text);
 
+/// `check`: validates `file` whole (every node of a cluster file) and
+/// prints what each node would run; `json`: as a JSON document. Config
+/// errors throw config_error (exit 2).
+int check_config(const std::string& file, bool json);
+
+/// `nodes [--json]`: the worker processes of the cluster (worker_nodes).
+int list_nodes(const runtime_config& cfg, bool json);
+
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);
 
@@ -108,7 +116,7 @@ struct dlq_retry_options {
   bool all = false;
   std::string queue;
   std::string kind;
-  /// dead_letter_jobs.fingerprint (migrations/010_dashboard.sql).
+  /// dead_letter_jobs.fingerprint (migrations/011_dashboard.sql).
   std::string fingerprint;
   bool json = false;
 };

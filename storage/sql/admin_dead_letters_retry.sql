@@ -1,7 +1,7 @@
 -- `dlq retry`: moves dead letters back into `jobs` as fresh jobs (attempt
 -- and error count 0, due now), in one statement: dead letter $1 (0 = any)
 -- of queue $2, kind $3 and error fingerprint $4 ('' = any; see
--- migrations/010_dashboard.sql). Args, priority, max_attempts,
+-- migrations/011_dashboard.sql). Args, priority, max_attempts,
 -- metadata and tags are kept; metadata gains "retried_from_dead_letter":
 -- {"dead_letter_id": ..., "original_job_id": ...} (replacing an earlier
 -- one). Returns one row per new job, in dead letter id order.

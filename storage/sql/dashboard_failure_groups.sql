@@ -1,5 +1,5 @@
 -- The dashboard's failures: dead letters grouped by kind and error
--- fingerprint (migrations/010_dashboard.sql), the $1 largest groups, each
+-- fingerprint (migrations/011_dashboard.sql), the $1 largest groups, each
 -- with its count, when its first and last dead letters failed, and the
 -- newest one's message and queue, as one JSON array. The groups are found
 -- by a loose scan of dead_letter_jobs_fingerprint_idx and each is counted

@@ -94,6 +94,9 @@ struct storage_script {
   int vacuums = 0;
   /// Queue-depth samples asked for (metrics).
   int samples = 0;
+  /// worker_nodes refreshes (the jobs held at each) and deletions.
+  std::vector<int64_t> node_refreshes;
+  int leaves = 0;
 };
 
 /// A storage actor that answers from a script. Cleanup and the schema
@@ -220,6 +223,14 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         BOOST_FAIL("the poller must not vacuum");
       ++s->vacuums;
       return {};
+    },
+    [=](node_atom, int64_t held) -> bool {
+      s->node_refreshes.push_back(held);
+      return true;
+    },
+    [=](leave_atom) -> bool {
+      ++s->leaves;
+      return true;
     },
     [=](sample_atom) -> int64_t {
       if (!s->maintenance)

@@ -53,6 +53,25 @@ BOOST_AUTO_TEST_CASE(heartbeat_refreshes_every_running_job_in_one_statement) {
   BOOST_TEST(script->heartbeats.back().size() == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(every_round_refreshes_the_node_row_busy_or_idle) {
+  script->backlog = 3;
+  auto p = spawn_poller(3);
+  run();
+  spawn_keeper(p);
+  advance(1s);
+  // Busy: the row says how many jobs this process holds.
+  BOOST_REQUIRE_EQUAL(script->node_refreshes.size(), 1u);
+  BOOST_TEST(script->node_refreshes.back() == 3);
+  for (int i = 1; i <= 3; ++i)
+    dispatcher->complete(i);
+  run();
+  advance(1s);
+  advance(1s);
+  // Idle: still refreshed every round, so the node stays alive.
+  BOOST_REQUIRE_EQUAL(script->node_refreshes.size(), 3u);
+  BOOST_TEST(script->node_refreshes.back() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(lost_lease_cancels_the_run_and_records_nothing) {
   script->backlog = 3;
   auto p = spawn_poller(3, 1s, 2s);

@@ -4,6 +4,8 @@
 // connection keeps the outcomes, retries them with backoff (1 s, 2 s, 4 s
 // of virtual time) and marks the retry in doubt.
 
+#include <map>
+
 #include "actor_fixture.hpp"
 #include "fake_backend.hpp"
 
@@ -296,6 +298,63 @@ BOOST_AUTO_TEST_CASE(a_fused_claim_the_database_refuses_splits_the_outcomes_then
   BOOST_REQUIRE(answer->result);
   BOOST_TEST(answer->result->jobs.size() == 1u);
   BOOST_TEST(reported(*log) == (ids_t{1, 2}), boost::test_tools::per_element());
+}
+
+namespace {
+
+/// Remembers what storage reports to the node's observer.
+struct recording_observer : aw::observer {
+  std::vector<std::pair<int64_t, execution_result>> recorded_outcomes;
+  std::vector<std::string> errors;
+  std::vector<bool> reachability;
+  std::vector<std::string> follow_up_failures;
+  void recorded(const job_outcome& o, execution_result r) override {
+    recorded_outcomes.emplace_back(o.job_id, r);
+  }
+  void database_error(const char* operation) override {
+    errors.emplace_back(operation);
+  }
+  void database_reachable(bool up) override {
+    if (reachability.empty() || reachability.back() != up)
+      reachability.push_back(up);
+  }
+  void follow_ups_failed(const char* stage) override {
+    follow_up_failures.emplace_back(stage);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_observer_hears_outcomes_errors_and_reachability) {
+  auto watcher = std::make_shared<recording_observer>();
+  auto observed = sys->spawn(storage_behavior, backend, hook_dispatcher_actor{},
+                             std::shared_ptr<aw::observer>{watcher});
+  spawned.push_back(caf::actor_cast<caf::actor>(observed));
+  auto [p, log] = sink();
+  // The first commit breaks off; the retry a second later works.
+  backend->unavailable_writes = {0};
+  backend->refused = {2};
+  caf::anon_send(observed, finish_atom::value,
+                 std::vector<job_outcome>{completed(1), completed(2)}, p);
+  run();
+  BOOST_TEST(watcher->recorded_outcomes.empty());
+  BOOST_TEST(watcher->errors == (std::vector<std::string>{"finish"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(watcher->reachability == (std::vector<bool>{false}),
+             boost::test_tools::per_element());
+  advance(1s);
+  // Job 1 completed; job 2's outcome was refused (a follow-up that failed)
+  // and recorded as a retry instead. Counted once each, after the commit.
+  BOOST_REQUIRE_EQUAL(watcher->recorded_outcomes.size(), 2u);
+  std::map<int64_t, execution_result> by_id(watcher->recorded_outcomes.begin(),
+                                            watcher->recorded_outcomes.end());
+  BOOST_TEST((by_id.at(1) == execution_result::completed));
+  BOOST_TEST((by_id.at(2) == execution_result::retried));
+  BOOST_TEST(watcher->follow_up_failures
+               == (std::vector<std::string>{"outcome"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(watcher->reachability == (std::vector<bool>{false, true}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_claim_is_an_error_for_the_poller_and_changes_no_outcome) {

@@ -157,6 +157,14 @@ pg_cluster::pg_cluster(const std::string& dir) : dir_(dir + "/pg") {
   start();
 }
 
+pg_cluster::pg_cluster(const std::string& dir, const std::string& name,
+                       const pg_cluster& primary)
+  : dir_(dir + "/" + name) {
+  pg("standby " + shell_quote(dir_) + " " + std::to_string(port()) + " "
+     + std::to_string(primary.port()));
+  running_ = true;
+}
+
 pg_cluster::~pg_cluster() {
   try {
     if (current_test_failed())
@@ -198,6 +206,15 @@ void pg_cluster::stop() {
 void pg_cluster::restart() {
   stop();
   start();
+}
+
+void pg_cluster::crash() {
+  running_ = false;
+  pg("crash " + shell_quote(dir_));
+}
+
+void pg_cluster::promote() {
+  pg("promote " + shell_quote(dir_));
 }
 
 std::string pg_cluster::url() const {

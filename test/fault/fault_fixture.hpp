@@ -71,6 +71,13 @@ class pg_cluster {
 public:
   /// `dir` must exist; the cluster lives in dir/pg.
   explicit pg_cluster(const std::string& dir);
+  /// A streaming hot standby of `primary` (which must be running), in
+  /// dir/NAME on a port of its own: a base backup of the primary, started
+  /// with standby.signal and primary_conninfo (pg.sh standby). Its
+  /// replication is asynchronous until the primary names it in
+  /// synchronous_standby_names.
+  pg_cluster(const std::string& dir, const std::string& name,
+             const pg_cluster& primary);
   ~pg_cluster();
   pg_cluster(const pg_cluster&) = delete;
   pg_cluster& operator=(const pg_cluster&) = delete;
@@ -80,6 +87,11 @@ public:
   void stop();
   /// stop() then start() on the same directory and port.
   void restart();
+  /// Immediate shutdown (pg_ctl -m immediate): sessions cut, no
+  /// checkpoint, WAL not yet sent to a standby stays behind, as in a crash.
+  void crash();
+  /// Promotes a standby to primary; returns once it accepts writes.
+  void promote();
   bool running() const {
     return running_;
   }

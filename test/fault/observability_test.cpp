@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fault_fixture.hpp"
+#include "support/prometheus_text.hpp"
 
 using namespace std::chrono_literals;
 using namespace aw::fault;
@@ -42,15 +43,8 @@ std::string http_toml(int port) {
          + "\"\n[metrics]\nqueue_stats_interval = \"200ms\"\n";
 }
 
-/// The value of `series` (name{labels} as exported) in a scrape; -1 when
-/// absent.
 double value_of(const std::string& scrape, const std::string& series) {
-  std::istringstream in{scrape};
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(series + " ", 0) == 0)
-      return std::stod(line.substr(series.size() + 1));
-  return -1;
+  return aw_test::metric_value(scrape, series);
 }
 
 /// Runs a shell command; its exit code and output (stdout and stderr).

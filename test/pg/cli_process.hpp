@@ -101,6 +101,9 @@ public:
     std::remove(err_.c_str());
   }
 
+  pid_t pid() const {
+    return pid_;
+  }
   bool running() {
     if (exit_code_)
       return false;

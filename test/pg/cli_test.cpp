@@ -339,4 +339,62 @@ BOOST_AUTO_TEST_CASE(run_processes_jobs_and_exits_0_on_sigterm) {
   BOOST_TEST(contains(worker.err(), "received SIGTERM, shutting down gracefully"));
 }
 
+BOOST_AUTO_TEST_CASE(a_cluster_file_runs_the_named_node_and_check_validates_every_node) {
+  aw::test::fresh_database db;
+  temp_file file{"[cluster]\nname = \"test\"\n\n"
+                 "[worker]\npoll_interval = \"100ms\"\n\n"
+                 "[queues.default]\nconcurrency = 2\n\n"
+                 "[nodes.a]\nqueues = [\"default\", \"mail\"]\n\n"
+                 "[nodes.b.queues.mail]\nconcurrency = 3\n"};
+  // check: every node and what it runs, without a database.
+  auto ok = run_bounded({"check", "--config", file.path}, "");
+  BOOST_TEST(ok.exit_code == 0, ok.err);
+  BOOST_TEST(contains(ok.out, "cluster 'test', 2 node(s)"), ok.out);
+  BOOST_TEST(contains(ok.out, "node a: queues default (concurrency 2), mail "
+                              "(concurrency 10)"),
+             ok.out);
+  BOOST_TEST(contains(ok.out, "node b: queues mail (concurrency 3)"), ok.out);
+  auto json = nlohmann::json::parse(
+    run_bounded({"check", "--config", file.path, "--json"}, "").out);
+  BOOST_TEST(json["nodes"].size() == 2u);
+  // An undefined node: exit 2, naming the defined ones.
+  auto unknown = run_bounded({"run", "--config", file.path, "--node", "zz"},
+                             db.url);
+  BOOST_TEST(unknown.exit_code == 2);
+  BOOST_TEST(contains(unknown.err, "its nodes are: a, b"), unknown.err);
+  // A broken node: check exits 2 with file, line and key.
+  temp_file broken{"[nodes.a]\nqueues = [\"q\"]\n[nodes.b]\nmax_retries = -1\n"};
+  auto bad = run_bounded({"check", "--config", broken.path}, "");
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(contains(bad.err, broken.path + ":4: key 'nodes.b.max_retries'"),
+             bad.err);
+  // Node b serves mail only: its job runs, default's waits.
+  auto mail = enqueue_one(db, "noop", {}, [] {
+    aw::insert_options o;
+    o.queue = "mail";
+    return o;
+  }());
+  auto other = enqueue_one(db, "noop", {});
+  aw::test::db_session s{db.url};
+  background_process worker{{"run", "--config", file.path, "--node", "b"},
+                            db.url};
+  auto state = [&](int64_t id) {
+    return s.text("SELECT state FROM jobs WHERE id = " + std::to_string(id));
+  };
+  BOOST_REQUIRE_MESSAGE(
+    aw::test::wait_until([&] { return state(mail) == "completed"; }, 60s),
+    "node b did not run the mail job; stderr: " << worker.err());
+  BOOST_TEST(state(other) == "available");
+  // (INFO lines reach a pipe within a second.)
+  BOOST_TEST(aw::test::wait_until(
+               [&] {
+                 return contains(worker.err(),
+                                 "node b, queues mail (concurrency 3)");
+               },
+               10s),
+             worker.err());
+  worker.signal(SIGTERM);
+  BOOST_TEST(worker.wait_exit(30s).value_or(-1) == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,5 @@
 // The dashboard's storage against a real database (storage/dashboard.hpp):
-// the error fingerprint rules (migrations/010_dashboard.sql); job pages that
+// the error fingerprint rules (migrations/011_dashboard.sql); job pages that
 // list exactly what the `jobs` view holds, state by state, paged to the end
 // with small scan budgets (lane and row-per-state jobs, every state);
 // dead letter pages, failure groups, counts, a group's retry and purge in

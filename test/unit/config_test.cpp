@@ -1,23 +1,15 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actor_worker/config/config.hpp"
+#include "unit/config_errors.hpp"
 
 using namespace std::chrono_literals;
+using aw_test::contains;
 
 namespace {
 
-/// The message of the config_error that parsing `text` throws ("" if none).
 std::string error_of(const std::string& text) {
-  try {
-    aw::parse_config(text, "worker.toml");
-  } catch (const aw::config_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
+  return aw_test::config_error_of(text);
 }
 
 } // namespace

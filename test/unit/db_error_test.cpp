@@ -29,6 +29,16 @@ BOOST_AUTO_TEST_CASE(passwords_in_connection_strings_are_masked) {
              == "password = *** user=u");
   // Nothing to hide: unchanged.
   BOOST_TEST(redact_secrets("postgresql://user@host/db") == "postgresql://user@host/db");
+  // Multi-host URLs (failover): the password before the host list goes,
+  // the hosts and parameters stay; without a password nothing changes.
+  BOOST_TEST(redact_secrets("postgresql://app:S3cr@t@h1:5432,h2:5433/db"
+                            "?target_session_attrs=read-write x")
+             == "postgresql://app:***@h1:5432,h2:5433/db"
+                "?target_session_attrs=read-write x");
+  BOOST_TEST(redact_secrets("postgresql://h1:5432,h2:5433/db?target_session_attrs=read-write")
+             == "postgresql://h1:5432,h2:5433/db?target_session_attrs=read-write");
+  BOOST_TEST(redact_secrets("host=h1,h2 port=5432,5433 password=pw target_session_attrs=read-write")
+             == "host=h1,h2 port=5432,5433 password=*** target_session_attrs=read-write");
   BOOST_TEST(redact_secrets("connection refused") == "connection refused");
 }
 
@@ -37,6 +47,13 @@ BOOST_AUTO_TEST_CASE(one_line_redacts_and_flattens) {
   auto text = aw::storage::one_line(e);
   BOOST_TEST(text.find("pw@") == std::string::npos, text);
   BOOST_TEST(text.find('\n') == std::string::npos);
+  // libpq's hint after a tab: one space, no control character left.
+  pqxx::broken_connection refused{
+    "connection to server at \"127.0.0.1\", port 1 failed: Connection "
+    "refused\n\tIs the server running on that host?\n"};
+  BOOST_TEST(aw::storage::one_line(refused)
+             == "connection to server at \"127.0.0.1\", port 1 failed: "
+                "Connection refused Is the server running on that host?");
 }
 
 BOOST_AUTO_TEST_CASE(refusals_no_retry_can_fix_are_configuration_errors) {
@@ -54,11 +71,28 @@ BOOST_AUTO_TEST_CASE(refusals_no_retry_can_fix_are_configuration_errors) {
   for (auto* message :
        {"connection to server at \"127.0.0.1\", port 1 failed: Connection refused",
         "server closed the connection unexpectedly",
-        "FATAL:  the database system is starting up"})
+        "FATAL:  the database system is starting up",
+        // A multi-host URL during a failover: the old primary is gone and
+        // the standby is not promoted yet (libpq reports every host).
+        "connection to server at \"127.0.0.1\", port 5432 failed: Connection refused\n"
+        "\tIs the server running on that host and accepting TCP/IP connections?\n"
+        "connection to server at \"127.0.0.1\", port 5433 failed: session is read-only",
+        "connection to server at \"10.0.0.2\", port 5432 failed: server is in hot standby mode"})
     BOOST_TEST_CONTEXT(message) {
       BOOST_TEST((classify(pqxx::broken_connection{message})
                   == ec::database_unavailable));
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_write_refused_by_a_standby_is_transient) {
+  // 25006 read_only_sql_transaction: the session reached a standby (or a
+  // server read-only for a while). Dropping it and connecting again is the
+  // remedy, as for a lost connection.
+  pqxx::sql_error standby{"ERROR:  cannot execute INSERT in a read-only transaction",
+                          "INSERT INTO jobs ...", "25006"};
+  BOOST_TEST((classify(standby) == ec::database_unavailable));
+  pqxx::sql_error other{"ERROR:  syntax error", "SELEC 1", "42601"};
+  BOOST_TEST((classify(other) == ec::database_error));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -15,33 +15,21 @@
 #include "actor_worker/app/log_format.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
 #include "actor_worker/config/config.hpp"
+#include "support/prometheus_text.hpp"
+#include "unit/config_errors.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
+using aw_test::contains;
+
 std::string error_of(const std::string& text) {
-  try {
-    aw::parse_config(text, "worker.toml");
-  } catch (const aw::config_error& e) {
-    return e.what();
-  }
-  return "";
+  return aw_test::config_error_of(text);
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-/// The value of the sample `series` (name and labels exactly as exported)
-/// in a scrape; -1 when absent.
 double value_of(const std::string& scrape, const std::string& series) {
-  std::istringstream in{scrape};
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(series + " ", 0) == 0)
-      return std::stod(line.substr(series.size() + 1));
-  return -1;
+  return aw_test::metric_value(scrape, series);
 }
 
 aw::job_outcome outcome(aw::outcome_kind kind, const std::string& queue,

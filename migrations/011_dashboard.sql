@@ -1,4 +1,4 @@
--- 010_dashboard: what the web dashboard ([http] listen, app/dashboard.hpp)
+-- 011_dashboard: what the web dashboard ([http] listen, app/dashboard.hpp)
 -- needs from the schema: error fingerprints of dead letters, the audit log of
 -- its actions, and one index for its job lists.
 

@@ -1,0 +1,46 @@
+// `actor-worker nodes [--json]`: the worker processes of the cluster.
+
+#include "actor_worker/app/cli/cli.hpp"
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "actor_worker/messages/printable.hpp"
+#include "actor_worker/storage/admin_nodes.hpp"
+
+namespace aw::cli {
+
+int list_nodes(const runtime_config& cfg, bool json) {
+  pqxx::connection conn{cfg.database.url};
+  auto rows = nlohmann::json::parse(
+    aw::storage::nodes_json(conn, cfg.worker.reclaim_window));
+  if (json) {
+    std::cout << rows.dump() << std::endl;
+    return exit_ok;
+  }
+  if (rows.empty()) {
+    std::cerr << "no worker process is registered\n";
+    return exit_ok;
+  }
+  for (auto& n : rows) {
+    std::string queues;
+    for (auto& q : n["queues"])
+      queues += (queues.empty() ? "" : ",") + q.get<std::string>();
+    std::cout << aw::printable(n["node"].get<std::string>()) << "  "
+              << (n["alive"].get<bool>() ? "alive" : "DEAD (not seen for the reclaim window)")
+              << "  " << aw::printable(n["worker_id"].get<std::string>())
+              << "  host " << aw::printable(n["host"].get<std::string>())
+              << "  pid " << n["pid"].get<int>() << "  version "
+              << aw::printable(n["version"].get<std::string>())
+              << "  queues " << aw::printable(queues) << "  running "
+              << n["running"].get<int>() << "  started "
+              << n["started_at"].get<std::string>() << "  last seen "
+              << n["last_seen_at"].get<std::string>()
+              << (n["leader"].get<bool>() ? "  LEADER" : "") << "\n";
+  }
+  return exit_ok;
+}
+
+} // namespace aw::cli

@@ -1,0 +1,18 @@
+#include "actor_worker/storage/admin_nodes.hpp"
+
+#include <pqxx/pqxx>
+
+#include "sql_statements.hpp"
+
+namespace aw::storage {
+
+std::string nodes_json(pqxx::connection_base& conn,
+                       std::chrono::milliseconds reclaim_window) {
+  pqxx::read_transaction tx(conn);
+  auto row = tx.exec_params1(sql::nodes_list,
+                             static_cast<double>(reclaim_window.count())
+                               / 1000.0);
+  return row["nodes"].as<std::string>();
+}
+
+} // namespace aw::storage
