@@ -17,6 +17,7 @@
 #include "actor_worker/messages/printable.hpp"
 #include "actor_worker/storage/admin_dead_letters.hpp"
 #include "actor_worker/storage/admin_jobs.hpp"
+#include "actor_worker/storage/admin_nodes.hpp"
 #include "actor_worker/storage/dashboard.hpp"
 
 namespace aw {
@@ -368,13 +369,19 @@ struct dashboard::impl {
               {"queues", std::move(queues)},
               {"kinds", node.kinds},
               {"this_node", true}};
+    // Every process of the cluster, as it registered (worker_nodes).
+    auto cluster = with_db([&](pqxx::connection& c) {
+      return storage::nodes_json(c, cfg.worker.reclaim_window);
+    });
     send_json(res, 200,
               json{{"nodes", json::array({std::move(self)})},
+                   {"cluster", json::parse(cluster)},
                    {"leader", nullptr},
-                   {"note", "Only the node serving this page is listed: "
-                            "nodes do not register anywhere yet (the "
-                            "cluster table and leader election come with "
-                            "the cluster feature)."}});
+                   {"note", "Every worker process registers at start and "
+                            "refreshes its row with each heartbeat round; "
+                            "one not seen for the reclaim window is shown "
+                            "dead. No node leads yet: leader election comes "
+                            "with the rest of the cluster feature."}});
   }
 
   void schedules(const httplib::Request&, httplib::Response& res) {

@@ -9,8 +9,9 @@
 //   GET  /api/overview       queues (the engine's latest sample: counts by
 //                            state, oldest age, paused), throughput of
 //                            this node (in-memory ring), readiness
-//   GET  /api/nodes          this node: worker id, queues, concurrency,
-//                            running, kinds
+//   GET  /api/nodes          this node (worker id, queues, concurrency,
+//                            running, kinds) and every registered process
+//                            of the cluster (worker_nodes)
 //   GET  /api/schedules      periodic schedules (none yet)
 //   GET  /api/jobs?state=&queue=&kind=&before=&limit=   a keyset page
 //   GET  /api/jobs/ID        one job (and its dead letter, if any)

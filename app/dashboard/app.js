@@ -653,7 +653,25 @@
           el('th', {class: 'num'}, 'running'), el('th', {class: 'num'}, 'free'))),
         el('tbody', null, n.queues.map(q => el('tr', {'data-queue': q.queue}, el('td', null, q.queue),
           el('td', {class: 'num'}, num(q.concurrency)), el('td', {class: 'num'}, num(q.running)), el('td', {class: 'num'}, num(q.free))))))));
-    return {content: [el('h1', null, 'Nodes'), cards, el('p', {class: 'muted'}, data.note)]};
+    const cluster = (data.cluster || []).map(n => el('tr', {'data-worker': n.worker_id},
+      el('td', null, n.node),
+      el('td', {class: 'mono'}, n.worker_id),
+      el('td', null, n.host + ' (pid ' + n.pid + ')'),
+      el('td', null, n.version),
+      el('td', null, when(n.started_at)),
+      el('td', null, when(n.last_seen_at)),
+      el('td', null, (n.queues || []).join(', ')),
+      el('td', {class: 'num'}, num(n.running)),
+      el('td', {class: 'c-alive'}, el('span', {class: 'badge ' + (n.alive ? 'state-completed' : 'state-dead_lettered')}, n.alive ? 'alive' : 'dead'))));
+    return {content: [
+      el('h1', null, 'Nodes'), cards,
+      el('h2', null, 'Every worker process'),
+      el('table', {id: 'cluster'},
+        el('thead', null, el('tr', null, el('th', null, 'node'), el('th', null, 'worker id'), el('th', null, 'host'),
+          el('th', null, 'version'), el('th', null, 'started (UTC)'), el('th', null, 'last seen (UTC)'),
+          el('th', null, 'queues'), el('th', {class: 'num'}, 'jobs held'), el('th', null, ''))),
+        el('tbody', null, cluster.length ? cluster : el('tr', null, el('td', {colspan: 9, class: 'empty'}, 'No process has registered.')))),
+      el('p', {class: 'muted'}, data.note)]};
   }
 
   async function pageSchedules() {

@@ -458,6 +458,10 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   BOOST_TEST(nodes["nodes"][0]["queues"][0]["concurrency"] == 10);
   BOOST_TEST(nodes["nodes"][0]["ready"] == true);
   BOOST_TEST(contains(nodes["nodes"][0]["worker_id"].get<std::string>(), "A:"));
+  // Every registered process of the cluster: this one, alive.
+  BOOST_REQUIRE_EQUAL(nodes["cluster"].size(), 1u);
+  BOOST_TEST(nodes["cluster"][0]["worker_id"] == nodes["nodes"][0]["worker_id"]);
+  BOOST_TEST(nodes["cluster"][0]["alive"] == true);
   auto schedules = get(p, "/api/schedules").json();
   BOOST_TEST(schedules["schedules"].empty());
   BOOST_TEST(!schedules["note"].get<std::string>().empty());

@@ -456,10 +456,17 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   // Nodes and schedules render.
   browser.open(base + "/#/nodes");
   BOOST_REQUIRE(browser.wait_js("return document.getElementById('node-worker-id') !== null;"));
-  BOOST_TEST(contains(browser.js("return document.getElementById('node-worker-id')"
-                                 ".textContent;")
-                        .get<std::string>(),
-                      "A:"));
+  auto worker_id = browser.js("return document.getElementById('node-worker-id')"
+                              ".textContent;")
+                     .get<std::string>();
+  BOOST_TEST(contains(worker_id, "A:"));
+  // The cluster's table lists this process, alive.
+  BOOST_TEST(browser.js("const tr = [...document.querySelectorAll('#cluster "
+                        "tbody tr')].find(tr => tr.dataset.worker === "
+                        + js_string(worker_id)
+                        + "); return tr ? tr.querySelector('.c-alive')"
+                          ".textContent : null;")
+             == "alive");
   browser.open(base + "/#/schedules");
   BOOST_TEST(browser.wait_js("return document.getElementById('schedules-empty') !== null;"));
 }
