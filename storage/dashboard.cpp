@@ -15,6 +15,14 @@ using snapshot = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
 
 constexpr int64_t top = std::numeric_limits<int64_t>::max();
 
+/// The dashboard's statements read a few index pages each: parallel
+/// workers would only add their start-up (tens of milliseconds on a busy
+/// machine) when the planner overestimates a filter. Transaction-local,
+/// so it holds behind a transaction-mode pooler too.
+void no_parallel_workers(pqxx::transaction_base& tx) {
+  tx.exec0("SET LOCAL max_parallel_workers_per_gather = 0");
+}
+
 /// Parses PostgreSQL's text form of a bigint[] ("{3,2,1}").
 std::vector<int64_t> parse_ids(const std::string& text) {
   std::vector<int64_t> out;
@@ -128,6 +136,7 @@ dashboard_page dashboard_jobs(pqxx::connection_base& conn,
   // Deriving a lane job's state costs more than reading a row: a tenth.
   const int64_t lane_budget = std::max<int64_t>(100, budget / 10);
   snapshot tx(conn, "aw_dashboard_jobs");
+  no_parallel_workers(tx);
   std::vector<source_hits> sources;
   const auto& s = f.state;
   if (s.empty()) {
@@ -146,16 +155,18 @@ dashboard_page dashboard_jobs(pqxx::connection_base& conn,
                                  f.queue, f.kind, limit, lane_budget),
                  limit, lane_budget));
   } else {
-    // Live states: few rows, read whole from their indexes.
+    // Live states off the lanes: few rows, read whole from their indexes.
+    // On the lanes: the open batches (running), or the rows past the
+    // cursors, newest first within the budget (available).
     sources.push_back(exhaustive(tx.exec_params1(sql::dashboard_jobs_live,
                                                  before, s, f.queue, f.kind,
                                                  limit),
                                  limit));
     if (s == "available")
       sources.push_back(
-        exhaustive(tx.exec_params1(sql::dashboard_jobs_lane_available, before,
-                                   f.queue, f.kind, limit),
-                   limit));
+        budgeted(tx.exec_params1(sql::dashboard_jobs_lane_available, before,
+                                 f.queue, f.kind, limit, budget),
+                 limit, budget));
     else if (s == "running")
       sources.push_back(
         exhaustive(tx.exec_params1(sql::dashboard_jobs_lane_running, before,
@@ -179,6 +190,7 @@ dashboard_page dashboard_dead_letters(pqxx::connection_base& conn,
   const int64_t limit = clamp_limit(f.limit);
   const int64_t budget = clamp_budget(f.scan_budget);
   snapshot tx(conn, "aw_dashboard_dead_letters");
+  no_parallel_workers(tx);
   source_hits hits;
   if (!f.kind.empty() && !f.fingerprint.empty())
     hits = exhaustive(tx.exec_params1(sql::dashboard_dead_letters_group,
@@ -203,6 +215,7 @@ dashboard_page dashboard_dead_letters(pqxx::connection_base& conn,
 
 std::string failure_groups_json(pqxx::connection_base& conn, int64_t limit) {
   pqxx::read_transaction tx(conn);
+  no_parallel_workers(tx);
   return tx.exec_params1(sql::dashboard_failure_groups, clamp_limit(limit))
     ["groups"]
       .as<std::string>();
@@ -211,6 +224,7 @@ std::string failure_groups_json(pqxx::connection_base& conn, int64_t limit) {
 int64_t count_dead_letters(pqxx::connection_base& conn,
                            const dead_letter_filter& f) {
   pqxx::read_transaction tx(conn);
+  no_parallel_workers(tx);
   return tx.exec_params1(sql::dashboard_dead_letters_count, f.id, f.queue,
                          f.kind, f.fingerprint)["n"]
     .as<int64_t>();

@@ -46,16 +46,19 @@ struct dashboard_job_filter {
   /// Rows per page (1 to 500).
   int64_t limit = 50;
   /// The most rows one request looks at below `before` where the filter
-  /// cannot be answered from an index (queue and kind filters; completed
-  /// lane jobs, whose state is derived, count a tenth as many).
+  /// cannot be answered from an index (queue and kind filters, available
+  /// lane jobs; completed lane jobs, whose state is derived, a tenth as
+  /// many).
   int64_t scan_budget = 20000;
 };
 
 /// One page of jobs, newest first, as the `jobs` view shows them (the
 /// columns a list needs: no args or metadata, the error cut short). Each
-/// state is read where it lives: the live states from their partial
-/// indexes and the lanes past their cursors (few rows), the finished ones
-/// in id order with the budget. Read in one repeatable-read snapshot.
+/// state is read where it lives: the live states off the lanes from their
+/// partial indexes and running lane jobs from the open claim batches (few
+/// rows, read whole); finished jobs, available lane jobs and filters
+/// without an index in id order within the budget. Read in one
+/// repeatable-read snapshot.
 dashboard_page dashboard_jobs(pqxx::connection_base& conn,
                               const dashboard_job_filter& filter);
 

@@ -359,6 +359,35 @@
     }};
   }
 
+  // A filtered list whose page came back short because the server's scan
+  // budget ran out ("partial") asks for the next stretch itself, up to ten
+  // requests (each bounded on the server), until the page is full.
+  const PAGE = 50;
+  async function fetchList(path, keys, params, key) {
+    const query = (before) => {
+      const q = new URLSearchParams();
+      for (const k of keys) if (params[k]) q.set(k, params[k]);
+      if (before) q.set('before', before);
+      return path + '?' + q.toString();
+    };
+    let data = await api(query(params.before));
+    let rows = data[key];
+    for (let i = 0; i < 9 && data.partial && data.next_before && rows.length < PAGE; i++) {
+      data = await api(query(data.next_before));
+      rows = rows.concat(data[key]);
+    }
+    let next = data.next_before;
+    let partial = data.partial && rows.length < PAGE;
+    if (rows.length > PAGE) {
+      rows = rows.slice(0, PAGE);
+      next = rows[rows.length - 1].id;
+      partial = false;
+    }
+    const out = {next_before: next, partial: partial};
+    out[key] = rows;
+    return out;
+  }
+
   function pager(page, params, data, what) {
     const items = [];
     if (params.before) items.push(link(hashOf(page, Object.assign({}, params, {before: ''})), '« newest'));
@@ -399,9 +428,7 @@
   }
 
   async function pageJobs(params) {
-    const q = new URLSearchParams();
-    for (const k of ['state', 'queue', 'kind', 'before']) if (params[k]) q.set(k, params[k]);
-    const data = await api('/api/jobs?' + q.toString());
+    const data = await fetchList('/api/jobs', ['state', 'queue', 'kind'], params, 'jobs');
     const rows = data.jobs.map(j => el('tr', {'data-id': j.id},
       el('td', {class: 'num'}, link('#/job/' + j.id, String(j.id))),
       el('td', {class: 'c-state'}, badge(j.state)),
@@ -540,9 +567,7 @@
   }
 
   async function pageDeadLetters(params) {
-    const q = new URLSearchParams();
-    for (const k of ['queue', 'kind', 'fingerprint', 'before']) if (params[k]) q.set(k, params[k]);
-    const data = await api('/api/dead-letters?' + q.toString());
+    const data = await fetchList('/api/dead-letters', ['queue', 'kind', 'fingerprint'], params, 'dead_letters');
     const result = el('div', {id: 'action-result'});
     const filter = {queue: params.queue || '', kind: params.kind || '', fingerprint: params.fingerprint || ''};
     const rows = data.dead_letters.map(function (d) {

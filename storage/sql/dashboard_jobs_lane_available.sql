@@ -1,32 +1,25 @@
--- Dashboard job list, available jobs on the lanes: the rows after each
+-- Dashboard job list, available jobs on the lanes: lane rows past their
 -- lane's claim cursor (no claim batch holds them), below id $1, of queue
--- $2 and kind $3 ('' = any), the newest $4 (ids, newest first). Reads the
--- lane index past the cursors only, as queue_samples.sql does: the cost is
--- the backlog's, not the table's.
-WITH RECURSIVE lanes AS (
-  (SELECT queue, priority FROM job_rows
-    WHERE ready_xid IS NOT NULL AND ($2 = '' OR queue = $2)
-    ORDER BY queue, priority LIMIT 1)
-  UNION ALL
-  SELECT n.queue, n.priority
-    FROM lanes AS l,
-         LATERAL (SELECT r.queue, r.priority FROM job_rows AS r
-                   WHERE r.ready_xid IS NOT NULL
-                     AND (r.queue, r.priority) > (l.queue, l.priority)
-                     AND ($2 = '' OR r.queue = $2)
-                   ORDER BY r.queue, r.priority LIMIT 1) AS n
+-- $2 and kind $3 ('' = any), at most $4, looking at no more than the $5
+-- rows below $1. Returns as dashboard_jobs_newest.sql does. A backlog is
+-- usually the newest rows: the scan down the primary key meets it first,
+-- whatever its size (reading the lanes past their cursors whole would cost
+-- what the backlog holds).
+WITH scan AS (
+  SELECT min(s.id) AS low, count(*) AS scanned
+    FROM (SELECT r.id FROM job_rows AS r
+           WHERE r.id < $1 ORDER BY r.id DESC LIMIT $5) AS s
 )
-SELECT coalesce(array_agg(h.id ORDER BY h.id DESC), '{}') AS ids
-  FROM (SELECT x.id
-          FROM lanes AS l
-          LEFT JOIN claim_cursors AS c
-                 ON c.queue = l.queue AND c.priority = l.priority
-          JOIN LATERAL (
-            SELECT r.id, r.kind FROM job_rows AS r
-             WHERE r.queue = l.queue AND r.priority = l.priority
-               AND r.ready_xid IS NOT NULL AND r.state = 'available'
-               AND (r.ready_xid, r.id)
-                   > (coalesce(c.last_xid, '0'::xid8), coalesce(c.last_id, 0))) AS x
-            ON true
-         WHERE x.id < $1 AND ($3 = '' OR x.kind = $3)
-         ORDER BY x.id DESC LIMIT $4) AS h
+SELECT w.low, w.scanned,
+       (SELECT coalesce(array_agg(h.id ORDER BY h.id DESC), '{}')
+          FROM (SELECT r.id FROM job_rows AS r
+                 WHERE r.ready_xid IS NOT NULL AND r.state = 'available'
+                   AND r.id < $1 AND r.id >= w.low
+                   AND ($2 = '' OR r.queue = $2)
+                   AND ($3 = '' OR r.kind = $3)
+                   AND NOT EXISTS (
+                     SELECT 1 FROM claim_cursors AS c
+                      WHERE c.queue = r.queue AND c.priority = r.priority
+                        AND (r.ready_xid, r.id) <= (c.last_xid, c.last_id))
+                 ORDER BY r.id DESC LIMIT $4) AS h) AS ids
+  FROM scan AS w

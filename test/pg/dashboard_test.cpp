@@ -164,6 +164,24 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
   for (auto& j : cb.jobs)
     done_b.push_back(aw::test::outcome(j, aw::outcome_kind::completed));
   store.finish(done_b);
+  // Queue c: five enqueue transactions, claimed in batches that span
+  // several of them (every range of a batch: its first, middle and last
+  // transaction), partly completed: running and completed lane jobs.
+  for (int t = 0; t < 5; ++t)
+    s.exec("INSERT INTO jobs (kind, queue) SELECT CASE WHEN i % 2 = 0 THEN "
+           "'x' ELSE 'y' END, 'c' FROM generate_series(1, 10) AS i");
+  auto c1 = aw::test::claim_settled(store, "c", 25);
+  BOOST_REQUIRE_EQUAL(c1.jobs.size(), 25u);
+  std::vector<aw::job_outcome> done_c;
+  for (size_t i = 0; i < 10; ++i)
+    done_c.push_back(aw::test::outcome(c1.jobs[i * 2],
+                                       aw::outcome_kind::completed));
+  store.finish(done_c);
+  auto c2 = aw::test::claim_settled(store, "c", 15);
+  BOOST_REQUIRE_EQUAL(c2.jobs.size(), 15u);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches WHERE queue = 'c' "
+                      "AND lo_xid <> hi_xid AND lo_id > 0")
+             >= 1);
   // Row-per-state jobs of every state, interleaved by id with the lanes.
   s.exec("INSERT INTO jobs (kind, queue, state, run_at, finalized_at) "
          "SELECT 'x', 'a', 'completed', now() - interval '1 hour', now() "
@@ -187,19 +205,19 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
   s.exec("ANALYZE job_rows");
   // Every state is there, both ways where a state has both.
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
-             == 240 + 100 + 120);
+             == 240 + 100 + 10 + 120);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'")
-             == 60 + 15);
+             == 60 + 15 + 15 + 15);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'scheduled'")
              == 30);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available'")
-             == 100 + 50 + 25 + 20);
+             == 100 + 50 + 10 + 25 + 20);
 
   auto conn = db.connect();
   int checked = 0;
   for (std::string state : {"", "scheduled", "available", "running",
                             "waiting_external", "completed", "cancelled"})
-    for (std::string queue : {"", "a", "b"})
+    for (std::string queue : {"", "a", "b", "c"})
       for (std::string kind : {"", "x"})
         for (int64_t limit : {7, 50})
           for (int64_t budget : {100, 20000}) {
@@ -220,7 +238,7 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
                                               << " budget " << budget);
             ++checked;
           }
-  BOOST_TEST(checked == 7 * 3 * 2 * 2 * 2);
+  BOOST_TEST(checked == 7 * 4 * 2 * 2 * 2);
 
   // A full first page says where the next starts; a filter that matches
   // little under a small budget says it searched only so far.
