@@ -523,4 +523,53 @@ BOOST_AUTO_TEST_CASE(two_workers_claiming_one_lane_never_share_a_job) {
              == static_cast<int64_t>(got_a.size()));
 }
 
+BOOST_AUTO_TEST_CASE(a_claim_lost_in_a_crash_does_not_lend_its_batch_id_on) {
+  // A claim commits asynchronously: a server crash can lose it, its claim
+  // cursor and the id sequence's advance with it, while the worker still
+  // runs its jobs. Simulated here by undoing exactly what the crash loses.
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 4);
+  aw::test::db_session s{db.url};
+  auto store = make_store(db, "w1");
+  auto sequence = s.query("SELECT last_value, is_called FROM claim_batch_numbers");
+  auto cursor = s.query("SELECT last_xid::text, last_id FROM claim_cursors");
+  auto old_run = aw::test::claim_settled(store, "default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(old_run.size(), 4u);
+  auto lost_batch = old_run.front().batch_id;
+  // The crash: the batch row, the cursor's advance and the sequence's.
+  s.exec("DELETE FROM claim_batches");
+  if (cursor.empty()) // the lane's first claim made its cursor
+    s.exec("DELETE FROM claim_cursors");
+  for (const auto& row : cursor)
+    s.exec("UPDATE claim_cursors SET last_xid = '" + row[0].as<std::string>()
+           + "'::xid8, last_id = " + row[1].as<std::string>());
+  s.exec("SELECT setval('claim_batch_numbers', "
+         + sequence[0][0].as<std::string>() + ", "
+         + (sequence[0][1].as<bool>() ? "true" : "false") + ")");
+  // The same worker claims the same jobs again: under another batch id
+  // (the same sequence number, other random low bits).
+  auto new_run = aw::test::claim_settled(store, "default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(new_run.size(), 4u);
+  BOOST_TEST(ids_of(new_run) == ids, boost::test_tools::per_element());
+  BOOST_TEST(new_run.front().batch_id != lost_batch);
+  BOOST_TEST((new_run.front().batch_id >> 20) == (lost_batch >> 20));
+  // The old runs' outcomes find no batch of theirs: nothing is written...
+  std::vector<aw::job_outcome> stale;
+  for (auto id : ids)
+    stale.push_back(outcome(old_run, id, outcome_kind::completed));
+  for (auto r : aw::test::results(store.finish(stale)))
+    BOOST_TEST((r == aw::finish_result::stale));
+  BOOST_TEST(s.scalar("SELECT remaining FROM claim_batches") == 4);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'") == 4);
+  // ...and the new runs' complete the batch.
+  std::vector<aw::job_outcome> fresh;
+  for (auto id : ids)
+    fresh.push_back(outcome(new_run, id, outcome_kind::completed));
+  for (auto r : aw::test::results(store.finish(fresh)))
+    BOOST_TEST((r == aw::finish_result::applied));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 4);
+  BOOST_TEST(s.check("SELECT closed_at IS NOT NULL AND remaining = 0 "
+                     "FROM claim_batches"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
