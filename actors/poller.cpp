@@ -46,8 +46,8 @@ void flush_outbox(poller_pointer self) {
 
 // -- the drain ------------------------------------------------------------------
 
-/// Releases `jobs` (never charged); the drain waits for the reply.
-void release_during_drain(poller_pointer self, std::vector<held_job> jobs,
+/// Releases `jobs` (never charged); a drain waits for the reply.
+void release_jobs(poller_pointer self, std::vector<held_job> jobs,
                           bool started) {
   auto& st = self->state;
   if (jobs.empty())
@@ -81,7 +81,7 @@ void release_buffer(poller_pointer self) {
     jobs.push_back(held(b.job.id, b.job.batch_id, b.claimed_at));
   st.buffer.clear();
   st.buffer_bytes = 0;
-  release_during_drain(self, std::move(jobs), false);
+  release_jobs(self, std::move(jobs), false);
 }
 
 /// The drain budget ran out: stops the executors still running and
@@ -99,7 +99,7 @@ void expire_drain(poller_pointer self) {
   }
   st.running.clear();
   st.running_bytes = 0;
-  release_during_drain(self, std::move(jobs), true);
+  release_jobs(self, std::move(jobs), true);
   maybe_finish_drain(self);
 }
 
@@ -306,6 +306,53 @@ int claim_room(const poller_state& st) {
   return std::min(defaults::max_claim, room);
 }
 
+/// Jobs this poller already holds that came back in a claim: the claim
+/// they were held under was lost (a database crash rolled it back, with
+/// the lane cursor), so the held copy's outcome can no longer be recorded.
+/// A buffered old copy is dropped for the new one; a running or committing
+/// one cannot run beside it (runs are keyed by job id): the old run is
+/// cancelled as lost and the new copy handed back, due again at once and
+/// uncharged, for the next claim.
+void drop_reclaimed(poller_pointer self, claim_result& result,
+                    caf::actor_clock::time_point now) {
+  auto& st = self->state;
+  if (st.running.empty() && st.committing.empty() && st.buffer.empty())
+    return;
+  std::unordered_set<int64_t> claimed;
+  for (auto& job : result.jobs)
+    claimed.insert(job.id);
+  st.buffer.remove_if([&](const buffered_job& b) {
+    if (claimed.count(b.job.id) == 0)
+      return false;
+    st.buffer_bytes -= b.job.bytes();
+    return true;
+  });
+  std::vector<held_job> handed_back;
+  std::vector<int64_t> stale_runs;
+  auto twice = [&](const claimed_job& job) {
+    bool runs = st.running.count(job.id) > 0;
+    if (!runs && st.committing.count(job.id) == 0)
+      return false;
+    if (runs)
+      stale_runs.push_back(job.id);
+    handed_back.push_back(held(job.id, job.batch_id, now));
+    return true;
+  };
+  result.jobs.erase(
+    std::remove_if(result.jobs.begin(), result.jobs.end(), twice),
+    result.jobs.end());
+  if (handed_back.empty())
+    return;
+  spdlog::warn("poller[{}]: {} job(s) claimed again while still held here: "
+               "their earlier claim was lost (did the database restart?)",
+               st.cfg.queue, handed_back.size());
+  if (!stale_runs.empty())
+    self->send(self, lost_atom::value, std::move(stale_runs),
+               std::string{"its claim was lost (the database rolled it "
+                           "back) and the job was claimed again"});
+  release_jobs(self, std::move(handed_back), false);
+}
+
 void on_claimed(poller_pointer self, int limit, int64_t budget,
                 uint64_t wakes_at_send,
                 claim_result& result) {
@@ -331,12 +378,13 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     std::vector<held_job> jobs;
     for (auto& job : result.jobs)
       jobs.push_back(held(job.id, job.batch_id, now));
-    release_during_drain(self, std::move(jobs), false);
+    release_jobs(self, std::move(jobs), false);
     expire_if_overdue(self);
     maybe_finish_drain(self);
     return;
   }
   auto n = static_cast<int>(result.jobs.size());
+  drop_reclaimed(self, result, now);
   // A full claim means more jobs are probably due right now. When the jobs
   // of the last claims started soon after they arrived, the handlers keep
   // up with more: buffer twice as many.

@@ -394,4 +394,37 @@ BOOST_AUTO_TEST_CASE(a_handler_that_ignores_its_deadline_is_given_up_as_a_rescue
   BOOST_TEST(script->outcomes.size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(jobs_claimed_again_while_held_cancel_the_old_run_and_go_back) {
+  // A database crash rolled back the claim of jobs 1 and 2 (and the lane
+  // cursor): they run here, and the next claim returns them again.
+  script->backlog = 2;
+  auto p = spawn_poller(4);
+  run();
+  BOOST_REQUIRE_EQUAL(running(), 2u);
+  script->backlog = 3;
+  script->next_id = 1; // 1 and 2 again, then 3
+  caf::anon_send(p, wake_atom::value);
+  run();
+  // The old runs can no longer record their outcome: cancelled as lost.
+  BOOST_TEST(dispatcher->tokens[0].cancelled());
+  BOOST_TEST(dispatcher->tokens[1].cancelled());
+  BOOST_TEST(dispatcher->tokens[0].reason().find("claimed again")
+             != std::string::npos);
+  // The new copies are handed back uncharged, not run beside the old ones;
+  // job 3 runs.
+  BOOST_TEST(script->released == (std::vector<int64_t>{1, 2}),
+             boost::test_tools::per_element());
+  BOOST_TEST(script->released_started == (std::vector<bool>{false, false}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dispatcher->started == (std::vector<int64_t>{1, 2, 3}),
+             boost::test_tools::per_element());
+  // What the old runs return is not recorded.
+  dispatcher->complete(2);
+  run();
+  BOOST_TEST(std::count(script->finished.begin(), script->finished.end(), 1)
+             == 0);
+  BOOST_TEST(std::count(script->finished.begin(), script->finished.end(), 2)
+             == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
