@@ -229,6 +229,17 @@ constexpr const char* notify_channel = "actor_worker_jobs";
 /// request durable).
 constexpr const char* cancel_channel = "actor_worker_cancel";
 
+/// The largest N of a queue's rate_limit ("N/s", "N/m") and of its
+/// global_concurrency: beyond this a limit limits nothing a claim could
+/// reach (a claim takes at most max_claim jobs).
+constexpr int max_rate_limit = 1'000'000;
+constexpr int max_global_concurrency = 1'000'000;
+
+/// The NOTIFY channel of `actor-worker queues pause|resume`: the payload is
+/// "pause:QUEUE" or "resume:QUEUE" (the queue_controls row makes it
+/// durable; a claim of a paused queue reports the pause).
+constexpr const char* queue_controls_channel = "actor_worker_queue_controls";
+
 /// How long the listener blocks waiting for a NOTIFY before it checks its
 /// mailbox again; bounds how late it notices a shutdown.
 constexpr std::chrono::milliseconds listen_wait = 200ms;

@@ -57,7 +57,11 @@ using poller_actor = caf::typed_actor<
   // running one through its handler's token (see executor_actor).
   caf::reacts_to<cancel_atom, std::vector<int64_t>>,
   // The idle poll gate granted a permit: poll on the idle interval.
-  caf::reacts_to<permit_atom>>;
+  caf::reacts_to<permit_atom>,
+  // The queue was paused (true: claim nothing, release the buffered jobs
+  // unstarted, let running ones finish) or resumed (false: claim at once).
+  // Sent on the queue-controls NOTIFY; a claim reports a pause too.
+  caf::reacts_to<pause_atom, bool>>;
 
 /// What only the poller sends itself.
 using poller_internal = poller_actor::extend<
@@ -112,7 +116,11 @@ using storage_actor = caf::typed_actor<
   // of jobs it holds.
   caf::replies_to<node_atom, int64_t>::with<bool>,
   // Deletes this process's row in worker_nodes (a graceful stop).
-  caf::replies_to<leave_atom>::with<bool>>;
+  caf::replies_to<leave_atom>::with<bool>,
+  // Writes this node's configured global_concurrency and rate_limit of the
+  // queues it serves into queue_controls (before the pollers start);
+  // replies with one line per limit it changed.
+  caf::replies_to<controls_atom>::with<std::vector<std::string>>>;
 
 /// What only a storage actor sends itself.
 using storage_internal = storage_actor::extend<
@@ -214,7 +222,10 @@ using supervisor_actor = caf::typed_actor<
   caf::reacts_to<wake_atom, std::string>,
   // An operator asked to cancel job `id` (a NOTIFY on the cancel
   // channel): tell every poller; the one holding it cancels it.
-  caf::reacts_to<cancel_atom, int64_t>>;
+  caf::reacts_to<cancel_atom, int64_t>,
+  // Queue `queue` was paused (true) or resumed (false) (a NOTIFY on the
+  // queue-controls channel): tell its pollers.
+  caf::reacts_to<pause_atom, std::string, bool>>;
 
 /// What only the supervisor sends itself.
 using supervisor_internal = supervisor_actor::extend<

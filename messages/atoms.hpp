@@ -76,5 +76,9 @@ using node_atom = caf::atom_constant<caf::atom("node")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// Sample the queues' depth for the metrics.
 using sample_atom = caf::atom_constant<caf::atom("sample")>;
+/// A queue was paused (true) or resumed (false) cluster-wide.
+using pause_atom = caf::atom_constant<caf::atom("pause")>;
+/// Write this node's configured queue limits into queue_controls.
+using controls_atom = caf::atom_constant<caf::atom("controls")>;
 
 } // namespace aw

@@ -171,6 +171,7 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_node_leave", sql::node_leave},
     {"aw_cleanup_nodes", sql::cleanup_nodes},
     {"aw_queue_samples", sql::queue_samples},
+    {"aw_queue_controls_apply", sql::queue_controls_apply},
   };
   return all;
 }
@@ -219,7 +220,8 @@ namespace {
 /// jobs are read next), 'owned' (a fused finish still owned batch `id`),
 /// 'waiting' (due jobs wait behind an open transaction), 'bytes' (the byte
 /// bound stopped the claim), 'set_aside' (`id` jobs of kind `args` were left
-/// for workers that run it).
+/// for workers that run it), 'paused' (the queue is paused), 'limited' (a
+/// queue limit cut the claim; deadline_ms: when the rate window frees).
 void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
                       claim_result& out, std::vector<int64_t>* batches,
                       std::unordered_set<int64_t>* owned) {
@@ -249,6 +251,13 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
           owned->insert(row[id].as<int64_t>());
       } else if (what == "bytes") {
         out.byte_bound = true;
+      } else if (what == "paused") {
+        out.paused = true;
+      } else if (what == "limited") {
+        out.limited = true;
+        out.retry_after_ms = row[deadline_ms].is_null()
+                               ? -1
+                               : row[deadline_ms].as<int64_t>();
       } else if (what == "set_aside") {
         // One row per kind and scan step: summed per kind and priority.
         set_aside_jobs s{row[args].as<std::string>(),
@@ -695,6 +704,39 @@ void job_store::refresh_node(int64_t held) {
   run(tx, "aw_node_refresh", opts_.worker_id, opts_.node, opts_.host,
       static_cast<int>(::getpid()), opts_.version,
       to_text_array_literal(opts_.queues), held);
+}
+
+std::vector<std::string> job_store::apply_queue_controls() {
+  connect();
+  std::vector<std::string> changes;
+  auto rate_text = [](int n, int64_t period_ms) {
+    if (n == 0)
+      return std::string{"none"};
+    return std::to_string(n) + (period_ms == 60'000 ? "/m" : "/s");
+  };
+  pqxx::work tx(*conn_, "aw_queue_controls_apply");
+  for (auto& q : opts_.queue_limits) {
+    auto row = run(tx, "aw_queue_controls_apply", q.queue,
+                   q.global_concurrency, q.rate_limit, q.rate_period_ms)[0];
+    if (!row["existed"].as<bool>())
+      continue;
+    auto old_gc = row["old_global_concurrency"].as<int>();
+    if (old_gc != q.global_concurrency)
+      changes.push_back("queue " + q.queue + ": global_concurrency "
+                        + (old_gc == 0 ? "none" : std::to_string(old_gc))
+                        + " -> "
+                        + (q.global_concurrency == 0
+                             ? "none"
+                             : std::to_string(q.global_concurrency)));
+    auto old_rate = rate_text(row["old_rate_limit"].as<int>(),
+                              row["old_rate_period_ms"].as<int64_t>());
+    auto new_rate = rate_text(q.rate_limit, q.rate_period_ms);
+    if (old_rate != new_rate)
+      changes.push_back("queue " + q.queue + ": rate_limit " + old_rate
+                        + " -> " + new_rate);
+  }
+  tx.commit();
+  return changes;
 }
 
 void job_store::leave() {

@@ -1,0 +1,11 @@
+-- `queues resume $1`: clears the pause and wakes every worker on channel
+-- $2 ("resume:QUEUE"). Returns whether the queue had been paused.
+WITH before AS (
+  SELECT c.paused FROM queue_controls AS c WHERE c.queue = $1 FOR UPDATE
+)
+INSERT INTO queue_controls AS q (queue, paused, paused_at)
+VALUES ($1, false, NULL)
+ON CONFLICT (queue) DO UPDATE
+   SET paused = false, paused_at = NULL, updated_at = now()
+RETURNING coalesce((SELECT b.paused FROM before AS b), false) AS was_paused,
+          pg_notify($2, 'resume:' || q.queue) AS notified
