@@ -203,7 +203,8 @@ using maintenance_internal = caf::typed_actor<
   caf::reacts_to<sample_atom>>;
 
 /// Holds the LISTEN connection and turns NOTIFYs into wake-ups (and
-/// cancel requests of `jobs cancel`). Nothing else sends it anything.
+/// cancel requests of `jobs cancel`, pauses and resumes of `queues`).
+/// Nothing else sends it anything.
 using listener_actor = opaque_actor;
 
 /// What only the listener sends itself.

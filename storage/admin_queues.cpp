@@ -34,7 +34,8 @@ nlohmann::json queues_overview(pqxx::connection_base& conn,
     entry(q);
   // One snapshot for the three reads.
   pqxx::read_transaction tx(conn, "aw_queues_overview");
-  for (auto& [name, c] : queue_controls(tx).items()) {
+  auto controls = queue_controls(tx);
+  for (auto& [name, c] : controls.items()) {
     auto& q = entry(name);
     for (auto& [key, value] : c.items())
       q[key] = value;

@@ -1,7 +1,9 @@
 -- `queues resume $1`: clears the pause and wakes every worker on channel
 -- $2 ("resume:QUEUE"). Returns whether the queue had been paused.
+-- (`before` reads the statement's snapshot: the row as it was. A FOR
+-- UPDATE there would skip the row this statement updates.)
 WITH before AS (
-  SELECT c.paused FROM queue_controls AS c WHERE c.queue = $1 FOR UPDATE
+  SELECT c.paused FROM queue_controls AS c WHERE c.queue = $1
 )
 INSERT INTO queue_controls AS q (queue, paused, paused_at)
 VALUES ($1, false, NULL)
