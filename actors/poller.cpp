@@ -307,6 +307,8 @@ void leave_pause(poller_pointer self, const char* how) {
   spdlog::info("poller[{}]: queue resumed ({})", st.cfg.queue, how);
   st.maybe_more = true;
   ++st.timer_generation; // the pause's probe timer is void now
+  if (st.claim == claim_phase::backing_off)
+    st.claim = claim_phase::ready; // its timer was voided with the probe's
   schedule_claim(self);
   arm_idle_timer(self);
 }
@@ -379,8 +381,9 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
   st.claim_backoff.reset();
   st.claimed += result.jobs.size();
   auto now = self->clock().now();
-  if (st.phase == poller_phase::running && st.paused && !result.jobs.empty()) {
-    // Claimed before the pause committed: never started, handed back.
+  if (st.phase == poller_phase::running && st.paused) {
+    // Sent before the pause arrived: what it claimed never starts and goes
+    // back; the pause's probe timer stays as it is.
     std::vector<held_job> jobs;
     for (auto& job : result.jobs)
       jobs.push_back(held(job.id, job.batch_id, now));

@@ -23,6 +23,7 @@ BOOST_FIXTURE_TEST_SUITE(queue_pause_test, fixture)
 
 BOOST_AUTO_TEST_CASE(a_pause_releases_the_buffer_and_lets_running_jobs_finish) {
   script->backlog = 100;
+  script->release_to_backlog = true; // released jobs are due again
   auto p = spawn_poller(4);
   run();
   BOOST_TEST(running() == 4u);
@@ -98,7 +99,7 @@ BOOST_AUTO_TEST_CASE(a_full_buffer_still_finds_a_pause_within_one_poll_interval)
 }
 
 BOOST_AUTO_TEST_CASE(a_claim_cut_by_global_concurrency_is_retried_when_a_slot_frees) {
-  script->backlog = 50;
+  script->backlog = 200;
   script->global_limit = 3;
   auto p = spawn_poller(10, 30s);
   run();
