@@ -11,10 +11,14 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -317,6 +321,28 @@ BOOST_AUTO_TEST_CASE(queues_cli_lists_pauses_resumes_and_refuses_unknown_queues)
   BOOST_TEST(resumed.exit_code == 0, resumed.err);
   BOOST_TEST(aw::test::contains(resumed.out, "queue mail resumed"), resumed.out);
   BOOST_TEST(!store.claim("mail", 0).paused);
+}
+
+BOOST_AUTO_TEST_CASE(check_shows_the_limits_each_node_would_write) {
+  auto path = "/tmp/aw_queue_controls_check_" + std::to_string(::getpid())
+              + ".toml";
+  {
+    std::ofstream out{path};
+    out << "[queues.mail]\nconcurrency = 2\nglobal_concurrency = 3\n"
+           "rate_limit = \"10/s\"\n[queues.reports]\nrate_limit = \"5/m\"\n"
+           "[nodes.a]\nqueues = [\"mail\", \"reports\"]\n";
+  }
+  auto checked = aw::test::run_binary("check --config " + path, "");
+  auto as_json = aw::test::run_binary("check --json --config " + path, "");
+  std::remove(path.c_str());
+  BOOST_TEST(checked.exit_code == 0, checked.err);
+  BOOST_TEST(aw::test::contains(checked.out,
+                                "mail (concurrency 2, global_concurrency 3, "
+                                "rate_limit 10/s), reports (concurrency 10, "
+                                "rate_limit 5/m)"),
+             checked.out);
+  BOOST_TEST(aw::test::contains(as_json.out, "\"rate_limit\":\"5/m\""),
+             as_json.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
