@@ -341,8 +341,12 @@ BOOST_AUTO_TEST_CASE(check_shows_the_limits_each_node_would_write) {
                                 "rate_limit 10/s), reports (concurrency 10, "
                                 "rate_limit 5/m)"),
              checked.out);
-  BOOST_TEST(aw::test::contains(as_json.out, "\"rate_limit\":\"5/m\""),
-             as_json.out);
+  auto doc = nlohmann::json::parse(as_json.out);
+  BOOST_TEST(aw::test::contains(doc.dump(), "{\"concurrency\":10,\"name\":"
+                                            "\"reports\",\"rate_limit\":\"5/m\"}"),
+             doc.dump());
+  BOOST_TEST(aw::test::contains(doc.dump(), "\"global_concurrency\":3"),
+             doc.dump());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
