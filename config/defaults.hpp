@@ -230,8 +230,9 @@ constexpr const char* notify_channel = "actor_worker_jobs";
 constexpr const char* cancel_channel = "actor_worker_cancel";
 
 /// The largest N of a queue's rate_limit ("N/s", "N/m") and of its
-/// global_concurrency: beyond this a limit limits nothing a claim could
-/// reach (a claim takes at most max_claim jobs).
+/// global_concurrency: far above what a cluster of this runtime reaches
+/// (about 10^5 jobs/s per node), so a larger value would limit nothing,
+/// and a typo of extra digits is caught.
 constexpr int max_rate_limit = 1'000'000;
 constexpr int max_global_concurrency = 1'000'000;
 
