@@ -15,7 +15,8 @@ listener_behavior(listener_pointer self, std::string url,
   self->state.conn = std::make_unique<storage::notification_listener>(
     std::move(url), std::vector<std::string>{defaults::notify_channel,
                                              defaults::cancel_channel,
-                                             defaults::leader_channel});
+                                             defaults::leader_channel,
+                                             defaults::queue_controls_channel});
   self->state.wake_target = std::move(wake_target);
   self->send(self, listen_atom::value);
   return {
@@ -43,6 +44,17 @@ listener_behavior(listener_pointer self, std::string url,
           if (n.channel == defaults::leader_channel) {
             // The leader resigned: candidates try to take over now.
             elect = true;
+            continue;
+          }
+          if (n.channel == defaults::queue_controls_channel) {
+            // `queues pause|resume`: "pause:QUEUE" or "resume:QUEUE".
+            auto colon = n.payload.find(':');
+            if (colon == std::string::npos)
+              continue;
+            auto verb = n.payload.substr(0, colon);
+            if (verb == "pause" || verb == "resume")
+              self->send(st.wake_target, pause_atom::value,
+                         n.payload.substr(colon + 1), verb == "pause");
             continue;
           }
           if (n.channel != defaults::cancel_channel) {

@@ -278,6 +278,61 @@ void arm_idle_timer(poller_pointer self) {
     ++st.timer_generation; // parked: only a wake-up or a permit claims
 }
 
+// -- pause and resume ----------------------------------------------------------
+
+/// The queue was paused: claim nothing more, hand the buffered jobs back
+/// unstarted (never charged), let running jobs finish, and ask again every
+/// poll_interval whether the pause holds.
+void enter_pause(poller_pointer self, const char* how) {
+  auto& st = self->state;
+  if (st.paused || st.phase != poller_phase::running)
+    return;
+  st.paused = true;
+  st.limited = false;
+  st.maybe_more = false;
+  spdlog::info("poller[{}]: queue paused ({}): no new jobs start; {} "
+               "buffered job(s) go back, {} running finish",
+               st.cfg.queue, how, st.buffer.size(), st.running.size());
+  release_buffer(self);
+  give_back_permit(self);
+  arm_timer(self, st.cfg.poll_interval);
+}
+
+/// The queue was resumed: claim at once.
+void leave_pause(poller_pointer self, const char* how) {
+  auto& st = self->state;
+  if (!st.paused || st.phase != poller_phase::running)
+    return;
+  st.paused = false;
+  spdlog::info("poller[{}]: queue resumed ({})", st.cfg.queue, how);
+  st.maybe_more = true;
+  ++st.timer_generation; // the pause's probe timer is void now
+  if (st.claim == claim_phase::backing_off)
+    st.claim = claim_phase::ready; // its timer was voided with the probe's
+  schedule_claim(self);
+  arm_idle_timer(self);
+}
+
+/// Asks storage, with a claim of no jobs, whether the queue is paused (a
+/// paused queue says so whatever the limit).
+void probe_pause(poller_pointer self) {
+  auto& st = self->state;
+  self->request(st.cfg.claimer, caf::infinite, claim_atom::value, st.cfg.queue,
+                int32_t{0}, int64_t{1}, int64_t{0})
+    .then(
+      [self](claim_result& result) {
+        if (result.paused)
+          enter_pause(self, "found on a poll");
+        else
+          leave_pause(self, "found on a poll");
+      },
+      [self](caf::error& err) {
+        spdlog::error("poller[{}]: asking whether the queue is paused "
+                      "failed: {}",
+                      self->state.cfg.queue, render(err));
+      });
+}
+
 // -- claims -----------------------------------------------------------------------
 
 /// How many jobs the next claim may take now (0: none). The running slots,
@@ -373,6 +428,19 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
   st.claim_backoff.reset();
   st.claimed += result.jobs.size();
   auto now = self->clock().now();
+  if (st.phase == poller_phase::running && st.paused) {
+    // Sent before the pause arrived: what it claimed never starts and goes
+    // back; the pause's probe timer stays as it is.
+    std::vector<held_job> jobs;
+    for (auto& job : result.jobs)
+      jobs.push_back(held(job.id, job.batch_id, now));
+    release_jobs(self, std::move(jobs), false);
+    return;
+  }
+  if (st.phase == poller_phase::running && result.paused) {
+    enter_pause(self, "found on a claim");
+    return;
+  }
   if (st.phase != poller_phase::running) {
     // Claimed while shutting down: never started, handed back.
     std::vector<held_job> jobs;
@@ -399,6 +467,21 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     st.buffer_bytes += job.bytes();
     st.buffer.push_back({std::move(job), now});
   }
+  if (result.limited) {
+    // A cluster-wide limit binds: claim again when one of our outcomes
+    // commits, or when the rate window frees (at the latest after
+    // poll_interval), not at once (that would spin on the limit).
+    st.limited = true;
+    st.maybe_more = false;
+    start_jobs(self);
+    auto delay = st.cfg.poll_interval;
+    if (result.retry_after_ms >= 0)
+      delay = std::min(delay, std::chrono::milliseconds{
+                                std::max<int64_t>(1, result.retry_after_ms)});
+    arm_timer(self, delay);
+    return;
+  }
+  st.limited = false;
   if (n == 0 && !result.more_soon)
     want_permit(self);
   else if (n > 0)
@@ -443,7 +526,8 @@ void on_claim_failed(poller_pointer self, int limit, int64_t budget,
 
 void try_claim(poller_pointer self) {
   auto& st = self->state;
-  while (st.phase == poller_phase::running && st.claim == claim_phase::ready
+  while (st.phase == poller_phase::running && !st.paused
+         && st.claim == claim_phase::ready
          && st.claims_in_flight
               < std::min<int>(defaults::claims_in_flight,
                               static_cast<int>(st.cfg.completers.size()))) {
@@ -595,24 +679,44 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         else
           ++st.failed;
       }
-      if (st.phase == poller_phase::running && st.maybe_more)
+      if (st.phase != poller_phase::running)
+        return;
+      if (st.maybe_more) {
         schedule_claim(self);
+      } else if (st.limited && !reports.empty()) {
+        // Our jobs finished: a slot of the global limit may be free.
+        st.limited = false;
+        schedule_claim(self);
+      }
     },
     [self](tick_atom, uint64_t gen) {
       auto& st = self->state;
       if (gen != st.timer_generation || st.phase != poller_phase::running)
         return;
+      if (st.paused) {
+        // Does the pause still hold? (A resume NOTIFY may have been lost.)
+        probe_pause(self);
+        arm_timer(self, st.cfg.poll_interval);
+        return;
+      }
       bool backoff_retry = st.claim == claim_phase::backing_off;
       bool fence_retry = st.fence_retry.count() > 0;
+      bool limit_retry = st.limited;
       if (backoff_retry)
         st.claim = claim_phase::ready;
-      if (st.permit != permit_phase::held && !backoff_retry && !fence_retry)
+      if (st.permit != permit_phase::held && !backoff_retry && !fence_retry
+          && !limit_retry)
         return; // parked behind the idle poll gate
+      st.limited = false;
       st.maybe_more = true;
       try_claim(self);
-      // Nothing to claim now (the buffer is full): look again next interval.
-      if (st.claims_in_flight == 0)
+      if (st.claims_in_flight == 0) {
+        // Nothing to claim now (the buffer is full): ask whether the queue
+        // was paused meanwhile, and look again next interval.
+        if (!st.buffer.empty())
+          probe_pause(self);
         arm_idle_timer(self);
+      }
     },
     [self](claim_atom) {
       auto& st = self->state;
@@ -733,6 +837,12 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
       try_claim(self);
       if (st.claims_in_flight == 0)
         arm_idle_timer(self);
+    },
+    [self](pause_atom, bool paused) {
+      if (paused)
+        enter_pause(self, "told by NOTIFY");
+      else
+        leave_pause(self, "told by NOTIFY");
     },
     [self](drained_atom) {
       auto& st = self->state;

@@ -16,6 +16,16 @@
 // buffered job has not started: its deadline starts with its handler, and a
 // shutdown releases it without charging an attempt.
 //
+// A paused queue (`actor-worker queues pause`, told by NOTIFY or by a
+// claim's result) is not claimed: its buffered jobs go back unstarted and
+// uncharged at once, running ones finish. While paused, and while a full
+// buffer leaves no room to claim, a claim of no jobs every poll_interval
+// asks whether the pause holds, so a missed NOTIFY costs at most that long.
+// A claim cut short by a cluster-wide limit (global_concurrency,
+// rate_limit) is tried again when one of this poller's outcomes commits
+// (a slot freed) or when the rate window frees, at the latest after
+// poll_interval.
+//
 // It claims when woken (NOTIFY, local enqueue), when the buffer runs low
 // while the last claim came back full (more work is likely waiting),
 // shortly after a claim reported due jobs waiting behind an open
@@ -290,6 +300,15 @@ struct poller_state {
 
   /// The running count last reported to the observer.
   int reported_running = -1;
+
+  /// The queue is paused cluster-wide (queue_controls): nothing is claimed
+  /// or buffered; every poll_interval a claim of no jobs asks whether the
+  /// pause still holds (a missed resume NOTIFY costs at most that long).
+  bool paused = false;
+  /// A cluster-wide limit cut the last claim: claim again when one of our
+  /// outcomes commits (a global slot freed) or when the limit's timer
+  /// fires, rather than at once after every claim.
+  bool limited = false;
 
   int free_slots() const {
     return cfg.concurrency - static_cast<int>(running.size());

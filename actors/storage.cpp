@@ -553,6 +553,16 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
     [self](resign_atom) -> caf::result<bool> {
       return logged(self->state, "resign", self->state.store->resign());
     },
+    [self](controls_atom) -> caf::result<std::vector<std::string>> {
+      auto& st = self->state;
+      auto changes = st.store->apply_queue_controls();
+      if (changes)
+        for (auto& c : *changes)
+          spdlog::warn("queue_controls: this node's configuration changed "
+                       "{} (the last node started wins)",
+                       c);
+      return logged(st, "apply_queue_controls", std::move(changes));
+    },
     [self](leave_atom) -> caf::result<bool> {
       auto err = self->state.store->leave();
       observe(self->state, "leave", err);

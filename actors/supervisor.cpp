@@ -33,8 +33,12 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   opts.node = cfg.config.worker.node;
   opts.host = cfg.host;
   opts.version = cfg.version;
-  for (auto& q : cfg.config.queues)
+  for (auto& q : cfg.config.queues) {
     opts.queues.push_back(q.name);
+    opts.queue_limits.push_back(
+      {q.name, q.global_concurrency, q.rate_limit,
+       static_cast<int64_t>(q.rate_period.count())});
+  }
   return opts;
 }
 
@@ -239,10 +243,27 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
           [self](bool) {
             if (self->state.stopping)
               return;
-            self->state.check_backoff.reset();
             if (auto& w = self->state.cfg.watcher)
               w->schema_checked(true);
-            start_components(self);
+            // The configured queue limits go into queue_controls before
+            // any poller claims under them.
+            self->request(self->state.claimer, caf::infinite,
+                          controls_atom::value)
+              .then(
+                [self](std::vector<std::string>&) {
+                  if (self->state.stopping)
+                    return;
+                  self->state.check_backoff.reset();
+                  start_components(self);
+                },
+                [self](caf::error& err) {
+                  auto& st = self->state;
+                  auto delay = st.check_backoff.next();
+                  spdlog::error("cannot start yet (writing the queue "
+                                "limits), retrying in {} ms: {}",
+                                delay.count(), render(err));
+                  self->delayed_send(self, delay, start_atom::value);
+                });
           },
           [self](caf::error& err) {
             auto& st = self->state;
@@ -311,6 +332,11 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
         spawn_maintenance(self);
       else if (!leader)
         stop_maintenance(self);
+    },
+    [self](pause_atom, const std::string& queue, bool paused) {
+      for (auto& [name, p] : self->state.pollers)
+        if (name == queue)
+          self->send(p, pause_atom::value, paused);
     },
     [self](cancel_atom, int64_t id) {
       // Only the poller holding the job acts on it.

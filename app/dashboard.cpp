@@ -18,6 +18,7 @@
 #include "actor_worker/storage/admin_dead_letters.hpp"
 #include "actor_worker/storage/admin_jobs.hpp"
 #include "actor_worker/storage/admin_nodes.hpp"
+#include "actor_worker/storage/admin_queues.hpp"
 #include "actor_worker/storage/dashboard.hpp"
 
 namespace aw {
@@ -328,7 +329,9 @@ struct dashboard::impl {
                   {"scheduled", 0},         {"running", 0},
                   {"waiting_external", 0},  {"dead_lettered", 0},
                   {"oldest_available_age_seconds", 0},
-                  {"paused", false},        {"here", nullptr}};
+                  {"paused", false},        {"paused_at", nullptr},
+                  {"global_concurrency", nullptr},
+                  {"rate_limit", nullptr},  {"here", nullptr}};
     };
     for (auto& q : snapshot.queues) {
       auto r = row(q.queue);
@@ -348,6 +351,18 @@ struct dashboard::impl {
       queues[q.name]["here"]
         = json{{"concurrency", q.concurrency},
                {"running", s != slots.end() ? s->second.running : 0}};
+    }
+    // The cluster-wide controls, read now (the pause must not wait for the
+    // next sample).
+    auto controls = with_db([&](pqxx::connection& c) {
+      pqxx::read_transaction tx{c, "aw_dashboard_queue_controls"};
+      return storage::queue_controls(tx);
+    });
+    for (auto& [name, c] : controls.items()) {
+      if (queues.count(name) == 0)
+        queues[name] = row(name);
+      for (auto& [key, value] : c.items())
+        queues[name][key] = value;
     }
     json list = json::array();
     for (auto& [name, q] : queues)
@@ -594,6 +609,52 @@ struct dashboard::impl {
         });
   }
 
+  /// POST /api/queues/pause and /api/queues/resume, body {"queue": "Q"}:
+  /// `actor-worker queues pause|resume Q`, audited. A queue the database
+  /// does not know (no queue_controls row, no job, no dead letter) and this
+  /// node does not serve is refused with 404, nothing changed.
+  void queue_control(const httplib::Request& req, httplib::Response& res,
+                     bool pause) {
+    auto body = body_of(req);
+    auto q = body.find("queue");
+    if (q == body.end() || !q->is_string() || q->get<std::string>().empty())
+      throw bad_request(400, "give the queue: {\"queue\": \"NAME\"}");
+    auto queue = q->get<std::string>();
+    act(req, res, pause ? "queue.pause" : "queue.resume",
+        json{{"queue", queue}},
+        [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
+          bool served = std::any_of(
+            cfg.queues.begin(), cfg.queues.end(),
+            [&](const queue_config& c) { return c.name == queue; });
+          if (!served && !storage::queue_known(tx, queue)) {
+            e.outcome = "refused: unknown queue";
+            return std::make_pair(
+              404, json{{"error", "unknown queue '" + queue
+                                    + "': no worker serves it and no job "
+                                      "has it (nothing changed)"}});
+          }
+          if (pause) {
+            auto since = storage::pause_queue(tx, queue);
+            e.outcome = "paused";
+            return std::make_pair(
+              200, json{{"queue", queue}, {"paused", true},
+                        {"paused_at", since}});
+          }
+          bool was = storage::resume_queue(tx, queue);
+          e.outcome = was ? "resumed" : "was not paused";
+          return std::make_pair(
+            200, json{{"queue", queue}, {"paused", false}, {"was_paused", was}});
+        });
+  }
+
+  void queue_pause(const httplib::Request& req, httplib::Response& res) {
+    queue_control(req, res, true);
+  }
+
+  void queue_resume(const httplib::Request& req, httplib::Response& res) {
+    queue_control(req, res, false);
+  }
+
   void job_cancel(const httplib::Request& req, httplib::Response& res) {
     auto id = path_id(req);
     body_of(req);
@@ -754,7 +815,7 @@ std::vector<std::string> dashboard::paths() {
   return {"/", "/api/session", "/api/overview", "/api/nodes",
           "/api/schedules", "/api/jobs", "/api/jobs/ID", "/api/dead-letters",
           "/api/dead-letters/ID", "/api/dead-letters/count", "/api/failures",
-          "/api/audit"};
+          "/api/audit", "/api/queues/pause", "/api/queues/resume"};
 }
 
 void dashboard::install(httplib::Server& srv) {
@@ -795,6 +856,8 @@ void dashboard::install(httplib::Server& srv) {
   route(R"(/api/dead-letters/(\d+)/purge)", A::action,
         &impl::dead_letter_purge);
   route("/api/failures", A::read, &impl::failures);
+  route("/api/queues/pause", A::action, &impl::queue_pause);
+  route("/api/queues/resume", A::action, &impl::queue_resume);
   route("/api/audit", A::read, &impl::audit);
   // The page and its files (the page holds no data).
   auto asset = [d](const httplib::Request& req, httplib::Response& res) {

@@ -174,6 +174,22 @@ int main(int argc, char** argv) {
     &app, "nodes", "list the worker processes of the cluster (alive or dead)");
   nodes_cmd->add_flag("--json", nodes_json,
                       "a JSON array of objects keyed by column name");
+  bool queues_json = false;
+  std::string control_queue;
+  auto* queues_cmd = add_group(
+    "queues",
+    "list every queue: jobs by state, age of the oldest available job, "
+    "running per node, paused or not, cluster-wide limits");
+  queues_cmd->add_flag("--json", queues_json,
+                       "a JSON array of objects, one per queue");
+  auto* pause_cmd = add_command(
+    queues_cmd, "pause",
+    "pause QUEUE on every node: no new job of it starts; running jobs "
+    "finish");
+  pause_cmd->add_option("QUEUE", control_queue, "the queue")->required();
+  auto* resume_cmd = add_command(queues_cmd, "resume",
+                                 "resume QUEUE on every node at once");
+  resume_cmd->add_option("QUEUE", control_queue, "the queue")->required();
   bool check_json = false;
   auto* check_cmd = add_command(
     &app, "check",
@@ -325,6 +341,9 @@ int main(int argc, char** argv) {
     auto* at = innermost(app);
     if (at == &app || at->get_subcommands({}).empty())
       return false;
+    // `queues` alone lists the queues.
+    if (at == queues_cmd && extras.empty())
+      return false;
     if (!extras.empty() && extras.front().rfind("-", 0) != 0)
       std::cerr << "unknown command '" << aw::printable(extras.front())
                 << "' for '" << at->get_name()
@@ -385,6 +404,12 @@ int main(int argc, char** argv) {
       return run_worker(cfg);
     if (*nodes_cmd)
       return list_nodes(cfg, nodes_json);
+    if (*pause_cmd)
+      return control_queue_cmd(cfg, control_queue, true);
+    if (*resume_cmd)
+      return control_queue_cmd(cfg, control_queue, false);
+    if (*queues_cmd)
+      return list_queues(cfg, queues_json);
     if (*enqueue_cmd)
       return enqueue_job(cfg, enq);
     if (*list_cmd)

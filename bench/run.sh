@@ -30,6 +30,8 @@
 #   CONCURRENCY (10,64,500) [queues.default] concurrency per process
 #   PROCS (1,2)             worker processes
 #   EXTRA_TOML ("")         more [worker] keys, e.g. 'completed_retention = "0"'
+#   QUEUE_TOML ("")         more [queues.default] keys, e.g.
+#                           'global_concurrency = 64' or 'rate_limit = "20000/s"'
 #   DB_TOML ("")            more [database] keys, e.g. 'pooler = "transaction"';
 #                           @URL@ in it stands for the run's database straight
 #                           on PORT (listen_url = "@URL@")
@@ -59,6 +61,7 @@ REPS=${REPS:-1}
 CONCURRENCY=${CONCURRENCY:-10,64,500}
 PROCS=${PROCS:-1,2}
 EXTRA_TOML=${EXTRA_TOML:-}
+QUEUE_TOML=${QUEUE_TOML:-}
 DB_TOML=${DB_TOML:-}
 PORT=${PORT:-5498}
 WORKER_PORT=${WORKER_PORT:-$PORT}
@@ -122,7 +125,7 @@ echo "# settings:"
 sql postgres -F '=' -c "select name, current_setting(name) from pg_settings where name in
   ('shared_buffers','synchronous_commit','fsync','full_page_writes','wal_level','max_wal_size',
    'checkpoint_timeout','max_connections','work_mem','autovacuum') order by 1" | sed 's/^/#   /'
-echo "# actor-worker: $BIN; cores $(nproc); N=$N REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none}"
+echo "# actor-worker: $BIN; cores $(nproc); N=$N REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none} QUEUE_TOML=${QUEUE_TOML:-none}"
 [ "$WORKER_PORT" = "$PORT" ] && [ -z "$DB_TOML" ] \
   || echo "# workers connect to port $WORKER_PORT (server: $PORT); DB_TOML=${DB_TOML//$'\n'/; }"
 
@@ -191,6 +194,7 @@ $EXTRA_TOML
 
 [queues.default]
 concurrency = $conc
+$QUEUE_TOML
 EOF
   done
 

@@ -56,7 +56,23 @@ struct queue_config {
   /// Bytes the queue's claimed and running jobs may hold; 0 = the worker's
   /// local_queue_bytes.
   int64_t local_queue_bytes = 0;
+  /// Cluster-wide ([queues.Q] only): at most this many jobs of the queue
+  /// held at once across all nodes (claimed into a node's buffer, running,
+  /// or with the outcome not committed yet), enforced by the claim; 0 = no
+  /// limit. Written into queue_controls when a node starts.
+  int global_concurrency = 0;
+  /// Cluster-wide ([queues.Q] only): at most rate_limit jobs of the queue
+  /// claimed per rate_period across all nodes, over a sliding window;
+  /// 0 = no limit. Written in the file as "N/s" or "N/m".
+  int rate_limit = 0;
+  /// 1 s ("N/s") or 1 min ("N/m"); 0 without a rate limit.
+  std::chrono::milliseconds rate_period{0};
 };
+
+/// Parses a rate_limit value: "N/s" or "N/m", N from 1 to
+/// defaults::max_rate_limit. Returns {N, period}; throws
+/// std::invalid_argument saying what is wrong.
+std::pair<int, std::chrono::milliseconds> parse_rate_limit(const std::string& text);
 
 /// [scheduler]: CAF's scheduler, for the actors (not the handlers that
 /// block: those run on the blocking pool).

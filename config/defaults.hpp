@@ -234,6 +234,18 @@ constexpr const char* cancel_channel = "actor_worker_cancel";
 /// listening candidate tries to take the lease at once.
 constexpr const char* leader_channel = "actor_worker_leader";
 
+/// The largest N of a queue's rate_limit ("N/s", "N/m") and of its
+/// global_concurrency: far above what a cluster of this runtime reaches
+/// (about 10^5 jobs/s per node), so a larger value would limit nothing,
+/// and a typo of extra digits is caught.
+constexpr int max_rate_limit = 1'000'000;
+constexpr int max_global_concurrency = 1'000'000;
+
+/// The NOTIFY channel of `actor-worker queues pause|resume`: the payload is
+/// "pause:QUEUE" or "resume:QUEUE" (the queue_controls row makes it
+/// durable; a claim of a paused queue reports the pause).
+constexpr const char* queue_controls_channel = "actor_worker_queue_controls";
+
 /// How long the listener blocks waiting for a NOTIFY before it checks its
 /// mailbox again; bounds how late it notices a shutdown.
 constexpr std::chrono::milliseconds listen_wait = 200ms;

@@ -404,6 +404,37 @@ void resolve_header_variables(http_kind_config& kind) {
   }
 }
 
+std::pair<int, std::chrono::milliseconds>
+parse_rate_limit(const std::string& text) {
+  auto fail = [&](const std::string& why) {
+    return std::invalid_argument("invalid rate limit \"" + text + "\": " + why
+                                 + " (write \"N/s\" or \"N/m\", e.g. "
+                                   "\"10/s\", \"600/m\")");
+  };
+  auto slash = text.find('/');
+  if (slash == std::string::npos)
+    throw fail("expected \"/s\" or \"/m\" after the number");
+  auto number = text.substr(0, slash);
+  auto unit = text.substr(slash + 1);
+  if (number.empty() || number.size() > 9
+      || !std::all_of(number.begin(), number.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c));
+         }))
+    throw fail("expected a whole number of jobs before the '/'");
+  auto n = std::stoll(number);
+  if (n < 1 || n > defaults::max_rate_limit)
+    throw fail("the number of jobs must be from 1 to "
+               + std::to_string(defaults::max_rate_limit));
+  std::chrono::milliseconds period;
+  if (unit == "s")
+    period = std::chrono::seconds{1};
+  else if (unit == "m")
+    period = std::chrono::minutes{1};
+  else
+    throw fail("unknown period \"" + unit + "\" (only s and m)");
+  return {static_cast<int>(n), period};
+}
+
 std::chrono::milliseconds parse_duration(const std::string& text) {
   auto fail = [&](const std::string& why) {
     return std::invalid_argument("invalid duration \"" + text + "\": " + why
@@ -613,6 +644,15 @@ void runtime_config::validate() {
     if (q.local_queue_bytes < 0)
       throw config_error("queues." + q.name
                          + ".local_queue_bytes must not be negative");
+    if (q.global_concurrency < 0)
+      throw config_error("queues." + q.name
+                         + ".global_concurrency must not be negative");
+    if (q.rate_limit < 0
+        || (q.rate_limit == 0) != (q.rate_period.count() == 0)
+        || (q.rate_limit > 0 && q.rate_period != std::chrono::seconds{1}
+            && q.rate_period != std::chrono::minutes{1}))
+      throw config_error("queues." + q.name
+                         + ".rate_limit must be N per second or per minute");
   }
   validate_http_dashboard(http);
 }
@@ -692,15 +732,45 @@ void read_worker(const std::string& source, const toml::table& w,
 
 /// Reads a [queues.NAME] table (or a node's [nodes.N.queues.NAME]) into
 /// `qc`; `p` is the keys' prefix in messages.
+/// `cluster_wide`: the top level's [queues.NAME], which may also set the
+/// limits that hold for the whole cluster (a node's section may not: every
+/// node must enforce the same ones).
 void read_queue(const std::string& source, const toml::table& q,
-                const std::string& p, queue_config& qc) {
-  reject_unknown(source, q, p,
-                 {"concurrency", "deadline", "local_queue_size",
-                  "local_queue_bytes"});
+                const std::string& p, queue_config& qc, bool cluster_wide) {
+  for (const char* key : {"global_concurrency", "rate_limit"})
+    if (!cluster_wide && q.contains(key))
+      throw config_error(where(source, *q.get(key), p + key)
+                         + ": a cluster-wide limit; set it in the top "
+                           "level's [queues." + qc.name + "], not per node");
+  if (cluster_wide)
+    reject_unknown(source, q, p,
+                   {"concurrency", "deadline", "local_queue_size",
+                    "local_queue_bytes", "global_concurrency", "rate_limit"});
+  else
+    reject_unknown(source, q, p,
+                   {"concurrency", "deadline", "local_queue_size",
+                    "local_queue_bytes"});
   read_int(source, q, p, "concurrency", qc.concurrency, 1, 100000);
   read_duration(source, q, p, "deadline", qc.deadline);
   read_int(source, q, p, "local_queue_size", qc.local_queue_size, 1, 100000);
   read_size(source, q, p, "local_queue_bytes", qc.local_queue_bytes, 1);
+  read_int(source, q, p, "global_concurrency", qc.global_concurrency, 1,
+           defaults::max_global_concurrency);
+  if (auto node = q.get("rate_limit")) {
+    auto text = node->value<std::string>();
+    if (!node->is_string() || !text)
+      throw config_error(where(source, *node, p + "rate_limit")
+                         + ": expected a string such as \"10/s\" or "
+                           "\"600/m\"");
+    try {
+      auto [n, period] = parse_rate_limit(*text);
+      qc.rate_limit = n;
+      qc.rate_period = period;
+    } catch (const std::invalid_argument& e) {
+      throw config_error(where(source, *node, p + "rate_limit") + ": "
+                         + e.what());
+    }
+  }
 }
 
 } // namespace
@@ -878,7 +948,7 @@ runtime_config read_top_level(const toml::table& root,
                            + ": expected a table ([queues." + name + "])");
       queue_config qc;
       qc.name = name;
-      read_queue(source, *value.as_table(), p, qc);
+      read_queue(source, *value.as_table(), p, qc, true);
       cfg.queues.push_back(std::move(qc));
     }
   }
@@ -979,7 +1049,7 @@ node_config read_node(const cluster_config& cluster, const toml::table& root,
                              + "])");
         auto qc = base(queue);
         read_queue(source, *settings.as_table(), p + "queues." + queue + ".",
-                   qc);
+                   qc, false);
         served.push_back(std::move(qc));
       }
     } else {

@@ -57,7 +57,11 @@ using poller_actor = caf::typed_actor<
   // running one through its handler's token (see executor_actor).
   caf::reacts_to<cancel_atom, std::vector<int64_t>>,
   // The idle poll gate granted a permit: poll on the idle interval.
-  caf::reacts_to<permit_atom>>;
+  caf::reacts_to<permit_atom>,
+  // The queue was paused (true: claim nothing, release the buffered jobs
+  // unstarted, let running ones finish) or resumed (false: claim at once).
+  // Sent on the queue-controls NOTIFY; a claim reports a pause too.
+  caf::reacts_to<pause_atom, bool>>;
 
 /// What only the poller sends itself.
 using poller_internal = poller_actor::extend<
@@ -117,7 +121,11 @@ using storage_actor = caf::typed_actor<
   // other candidates (a graceful stop); replies whether it held it.
   caf::replies_to<resign_atom>::with<bool>,
   // Deletes this process's row in worker_nodes (a graceful stop).
-  caf::replies_to<leave_atom>::with<bool>>;
+  caf::replies_to<leave_atom>::with<bool>,
+  // Writes this node's configured global_concurrency and rate_limit of the
+  // queues it serves into queue_controls (before the pollers start);
+  // replies with one line per limit it changed.
+  caf::replies_to<controls_atom>::with<std::vector<std::string>>>;
 
 /// What only a storage actor sends itself.
 using storage_internal = storage_actor::extend<
@@ -206,7 +214,8 @@ using maintenance_internal = caf::typed_actor<
   caf::reacts_to<sample_atom>>;
 
 /// Holds the LISTEN connection and turns NOTIFYs into wake-ups (and
-/// cancel requests of `jobs cancel`). Nothing else sends it anything.
+/// cancel requests of `jobs cancel`, pauses and resumes of `queues`).
+/// Nothing else sends it anything.
 using listener_actor = opaque_actor;
 
 /// What only the listener sends itself.
@@ -236,7 +245,10 @@ using supervisor_actor = caf::typed_actor<
   caf::reacts_to<elect_atom>,
   // This node became the cluster's leader (true: start maintenance) or
   // stopped being it (false: stop it). From the lease keeper.
-  caf::reacts_to<leader_atom, bool>>;
+  caf::reacts_to<leader_atom, bool>,
+  // Queue `queue` was paused (true) or resumed (false) (a NOTIFY on the
+  // queue-controls channel): tell its pollers.
+  caf::reacts_to<pause_atom, std::string, bool>>;
 
 /// What only the supervisor sends itself.
 using supervisor_internal = supervisor_actor::extend<

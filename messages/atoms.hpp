@@ -82,5 +82,9 @@ using elect_atom = caf::atom_constant<caf::atom("elect")>;
 using resign_atom = caf::atom_constant<caf::atom("resign")>;
 /// This node became, or stopped being, the cluster's leader.
 using leader_atom = caf::atom_constant<caf::atom("leader")>;
+/// A queue was paused (true) or resumed (false) cluster-wide.
+using pause_atom = caf::atom_constant<caf::atom("pause")>;
+/// Write this node's configured queue limits into queue_controls.
+using controls_atom = caf::atom_constant<caf::atom("controls")>;
 
 } // namespace aw

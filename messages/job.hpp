@@ -90,12 +90,22 @@ struct claim_result {
   /// Jobs of kinds this worker has no handler for, met on a lane and set
   /// aside for workers that have one (migrations/008_known_kinds.sql).
   std::vector<set_aside_jobs> set_aside;
+  /// The queue is paused cluster-wide (queue_controls): nothing was
+  /// claimed, and jobs of it buffered here must go back unstarted.
+  bool paused = false;
+  /// A cluster-wide limit (global_concurrency, rate_limit) cut the claim
+  /// short: more jobs may be due once a slot or the rate window frees.
+  bool limited = false;
+  /// When `limited` by the rate: in how many ms the window frees a start;
+  /// -1 when only the concurrency limit binds (a slot frees when a job of
+  /// the queue finishes, on any node).
+  int64_t retry_after_ms = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claim_result& x) {
   return f(caf::meta::type_name("claim_result"), x.jobs, x.more_soon,
-           x.byte_bound, x.set_aside);
+           x.byte_bound, x.set_aside, x.paused, x.limited, x.retry_after_ms);
 }
 
 /// How a run ended, as far as storage is concerned.

@@ -130,6 +130,11 @@ public:
   virtual caf::error leave() {
     return {};
   }
+  /// Writes this worker's configured queue limits into queue_controls;
+  /// returns one line per limit it changed. The default has none.
+  virtual caf::expected<std::vector<std::string>> apply_queue_controls() {
+    return std::vector<std::string>{};
+  }
   /// Seconds since each of `jobs` became due, by id (for the pickup
   /// latency metric). The default knows none.
   virtual caf::expected<std::vector<std::pair<int64_t, double>>>

@@ -173,6 +173,7 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_leader_resign", sql::leader_resign},
     {"aw_cleanup_nodes", sql::cleanup_nodes},
     {"aw_queue_samples", sql::queue_samples},
+    {"aw_queue_controls_apply", sql::queue_controls_apply},
   };
   return all;
 }
@@ -221,7 +222,8 @@ namespace {
 /// jobs are read next), 'owned' (a fused finish still owned batch `id`),
 /// 'waiting' (due jobs wait behind an open transaction), 'bytes' (the byte
 /// bound stopped the claim), 'set_aside' (`id` jobs of kind `args` were left
-/// for workers that run it).
+/// for workers that run it), 'paused' (the queue is paused), 'limited' (a
+/// queue limit cut the claim; deadline_ms: when the rate window frees).
 void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
                       claim_result& out, std::vector<int64_t>* batches,
                       std::unordered_set<int64_t>* owned) {
@@ -251,6 +253,13 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
           owned->insert(row[id].as<int64_t>());
       } else if (what == "bytes") {
         out.byte_bound = true;
+      } else if (what == "paused") {
+        out.paused = true;
+      } else if (what == "limited") {
+        out.limited = true;
+        out.retry_after_ms = row[deadline_ms].is_null()
+                               ? -1
+                               : row[deadline_ms].as<int64_t>();
       } else if (what == "set_aside") {
         // One row per kind and scan step: summed per kind and priority.
         set_aside_jobs s{row[args].as<std::string>(),
@@ -714,6 +723,39 @@ double job_store::leader_lease_seconds() const {
   // the next candidate round (at most one interval later) takes it, within
   // the reclaim window (config validation keeps it >= 3 intervals).
   return (opts_.reclaim_window - opts_.heartbeat_interval).count() / 1000.0;
+}
+
+std::vector<std::string> job_store::apply_queue_controls() {
+  connect();
+  std::vector<std::string> changes;
+  auto rate_text = [](int n, int64_t period_ms) {
+    if (n == 0)
+      return std::string{"none"};
+    return std::to_string(n) + (period_ms == 60'000 ? "/m" : "/s");
+  };
+  pqxx::work tx(*conn_, "aw_queue_controls_apply");
+  for (auto& q : opts_.queue_limits) {
+    auto row = run(tx, "aw_queue_controls_apply", q.queue,
+                   q.global_concurrency, q.rate_limit, q.rate_period_ms)[0];
+    if (!row["existed"].as<bool>())
+      continue;
+    auto old_gc = row["old_global_concurrency"].as<int>();
+    if (old_gc != q.global_concurrency)
+      changes.push_back("queue " + q.queue + ": global_concurrency "
+                        + (old_gc == 0 ? "none" : std::to_string(old_gc))
+                        + " -> "
+                        + (q.global_concurrency == 0
+                             ? "none"
+                             : std::to_string(q.global_concurrency)));
+    auto old_rate = rate_text(row["old_rate_limit"].as<int>(),
+                              row["old_rate_period_ms"].as<int64_t>());
+    auto new_rate = rate_text(q.rate_limit, q.rate_period_ms);
+    if (old_rate != new_rate)
+      changes.push_back("queue " + q.queue + ": rate_limit " + old_rate
+                        + " -> " + new_rate);
+  }
+  tx.commit();
+  return changes;
 }
 
 void job_store::leave() {

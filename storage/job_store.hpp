@@ -32,6 +32,16 @@ class transaction_base;
 
 namespace aw::storage {
 
+/// A queue's cluster-wide limits as a worker's configuration sets them
+/// ([queues.Q] global_concurrency, rate_limit; 0 = no limit).
+struct queue_limit_settings {
+  std::string queue;
+  int global_concurrency = 0;
+  /// At most rate_limit claims per rate_period_ms (1000 or 60000).
+  int rate_limit = 0;
+  int64_t rate_period_ms = 0;
+};
+
 /// What a job_store needs to know about its worker.
 struct job_store_options {
   /// libpq connection string. Never logged.
@@ -56,6 +66,9 @@ struct job_store_options {
   std::string host;
   std::string version;
   std::vector<std::string> queues;
+  /// The limits of the queues it serves, written into queue_controls at
+  /// start (apply_queue_controls()).
+  std::vector<queue_limit_settings> queue_limits;
   /// How long a transaction may hold a lane's commit-order fence before the
   /// jobs waiting behind it are claimed the row-per-state way instead.
   std::chrono::milliseconds fence_wait{200};
@@ -170,6 +183,12 @@ public:
 
   /// Deletes this process's row in worker_nodes (a graceful stop).
   void leave();
+
+  /// Writes the configured limits (options' queue_limits) into
+  /// queue_controls, one row per served queue, leaving pauses as they are.
+  /// Returns one line per limit it changed ("queue mail: global_concurrency
+  /// 5 -> 3"), for the log: the last node started wins.
+  std::vector<std::string> apply_queue_controls();
 
   /// Seconds since each of `jobs` became due (its run_at), by id; jobs no
   /// longer there are left out.

@@ -84,6 +84,11 @@ public:
     return done ? caf::error{} : std::move(done.error());
   }
 
+  caf::expected<std::vector<std::string>> apply_queue_controls() override {
+    return guarded("writing the configured queue limits into queue_controls",
+                   [&] { return store_.apply_queue_controls(); });
+  }
+
   caf::expected<queue_samples> sample_queues() override {
     return guarded("sampling the queues' depth",
                    [&] { return store_.sample_queues(); });

@@ -42,6 +42,10 @@ const std::vector<required_table>& required_schema() {
     {"audit_log",
      {"id", "at", "action", "target", "affected", "job_ids", "outcome",
       "remote_addr", "user_agent", "worker"}},
+    {"queue_controls",
+     {"queue", "paused", "paused_at", "global_concurrency", "rate_limit",
+      "rate_period", "updated_at"}},
+    {"queue_starts", {"queue", "started_at", "jobs"}},
   };
   return tables;
 }
@@ -52,7 +56,8 @@ const std::vector<required_function>& required_functions() {
     {"actor_worker_release_lane", 4},   {"actor_worker_expire_batches", 2},
     {"actor_worker_cleanup_lanes", 2}, {"actor_worker_finish_and_claim", 12},
     {"actor_worker_batch_jobs", 3},     {"actor_worker_row_json", 1},
-    {"actor_worker_retry_backoff", 1},  {"actor_worker_dead_letter", 2}};
+    {"actor_worker_retry_backoff", 1},  {"actor_worker_dead_letter", 2},
+    {"actor_worker_claim_unlimited", 8}};
   return functions;
 }
 

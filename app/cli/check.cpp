@@ -18,6 +18,13 @@ nlohmann::json describe(const std::string& name, const runtime_config& cfg) {
     nlohmann::json one{{"name", q.name}, {"concurrency", q.concurrency}};
     if (q.deadline.count() > 0)
       one["deadline"] = format_duration(q.deadline);
+    // The cluster-wide limits it would write into queue_controls.
+    if (q.global_concurrency > 0)
+      one["global_concurrency"] = q.global_concurrency;
+    if (q.rate_limit > 0)
+      one["rate_limit"] = std::to_string(q.rate_limit)
+                          + (q.rate_period == std::chrono::minutes{1} ? "/m"
+                                                                      : "/s");
     queues.push_back(std::move(one));
   }
   nlohmann::json kinds = nlohmann::json::array();
@@ -40,6 +47,11 @@ std::string summary(const nlohmann::json& node) {
               + " (concurrency " + std::to_string(q["concurrency"].get<int>());
     if (q.contains("deadline"))
       queues += ", deadline " + q["deadline"].get<std::string>();
+    if (q.contains("global_concurrency"))
+      queues += ", global_concurrency "
+                + std::to_string(q["global_concurrency"].get<int>());
+    if (q.contains("rate_limit"))
+      queues += ", rate_limit " + q["rate_limit"].get<std::string>();
     queues += ")";
   }
   std::string kinds;

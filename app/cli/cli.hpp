@@ -38,6 +38,16 @@ int check_config(const std::string& file, bool json);
 /// `nodes [--json]`: the worker processes of the cluster (worker_nodes).
 int list_nodes(const runtime_config& cfg, bool json);
 
+/// `actor-worker queues [--json]`: every queue's jobs by state, the age of
+/// its oldest available job, running jobs per node, pause and limits.
+int list_queues(const runtime_config& cfg, bool json);
+
+/// `actor-worker queues pause|resume QUEUE` (`pause` true = pause). An
+/// unknown queue (not in the configuration, no queue_controls row, no job
+/// or dead letter) is refused with exit_failure and nothing changed.
+int control_queue_cmd(const runtime_config& cfg, const std::string& queue,
+                      bool pause);
+
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);
 

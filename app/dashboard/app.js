@@ -316,6 +316,9 @@
       : 'No sample of the queues yet ([metrics] queue_stats_interval).';
     const tile = (n, label, id) => el('div', {class: 'tile', id: id}, el('div', {class: 'n', 'data-value': n}, num(n)), el('div', {class: 'l'}, label));
     const canvas = el('canvas', {id: 'throughput-chart'});
+    const result = el('div', {id: 'action-result'});
+    const limits = (q) => [q.global_concurrency ? 'at most ' + q.global_concurrency + ' at once' : null,
+      q.rate_limit ? q.rate_limit : null].filter(x => x).join(', ') || '–';
     const rows = data.queues.map(function (q) {
       const cell = (state) => el('td', {class: 'num c-' + state, 'data-value': q[state]},
         q[state] > 0 ? link(state === 'dead_lettered' ? hashOf('dead-letters', {queue: q.queue})
@@ -328,7 +331,21 @@
         el('td', {class: 'num c-failed'}, num(throughputTotals(tp, q.queue, 'retried', 600 / tp.bucket_seconds) +
           throughputTotals(tp, q.queue, 'dead_lettered', 600 / tp.bucket_seconds))),
         el('td', {class: 'c-here'}, q.here ? q.here.running + ' / ' + q.here.concurrency : '–'),
-        el('td', {class: 'c-paused', title: 'pausing a queue is not available yet'}, q.paused ? 'yes' : 'no'));
+        el('td', {class: 'c-paused', title: q.paused_at ? 'paused since ' + q.paused_at : undefined}, q.paused ? 'yes' : 'no'),
+        el('td', {class: 'c-limits'}, limits(q)),
+        el('td', {class: 'c-actions'}, q.paused
+          ? actionButton('Resume', {class: 'queue-resume', 'data-queue': q.queue}, async function () {
+            const r = await post('/api/queues/resume', {queue: q.queue});
+            showResult(result, r, () => 'Queue ' + q.queue + ' resumed.');
+            setTimeout(refresh, 300);
+          })
+          : actionButton('Pause', {class: 'queue-pause danger', 'data-queue': q.queue}, function () {
+            confirmIn(result, 'Pause queue ' + q.queue + ' on every node? No new job of it starts; running jobs finish.', 'Pause', async function () {
+              const r = await post('/api/queues/pause', {queue: q.queue});
+              showResult(result, r, () => 'Queue ' + q.queue + ' paused.');
+              setTimeout(refresh, 300);
+            });
+          })));
     });
     const content = [
       el('h1', null, 'Queues'),
@@ -348,8 +365,10 @@
           el('th', null, 'queue'), el('th', {class: 'num'}, 'available'), el('th', {class: 'num'}, 'scheduled'),
           el('th', {class: 'num'}, 'running'), el('th', {class: 'num'}, 'waiting'), el('th', {class: 'num'}, 'dead letters'),
           el('th', {class: 'num'}, 'oldest available'), el('th', {class: 'num'}, 'done / last min'),
-          el('th', {class: 'num'}, 'failed / 10 min'), el('th', null, 'running here'), el('th', null, 'paused'))),
-        el('tbody', null, rows.length ? rows : el('tr', null, el('td', {colspan: 11, class: 'empty'}, 'No queues yet.')))),
+          el('th', {class: 'num'}, 'failed / 10 min'), el('th', null, 'running here'), el('th', null, 'paused'),
+          el('th', null, 'cluster limits'), el('th', null, ''))),
+        el('tbody', null, rows.length ? rows : el('tr', null, el('td', {colspan: 13, class: 'empty'}, 'No queues yet.')))),
+      result,
       el('p', {class: 'muted', id: 'sample-note'}, sampleNote),
       el('p', {class: 'muted'}, 'Completed and cancelled jobs are not counted here (no count over the finished rows): list them on the Jobs page.'),
     ];

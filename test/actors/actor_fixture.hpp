@@ -114,6 +114,16 @@ struct storage_script {
   std::string worker = "w1";
   bool fail_nodes = false;
   int resigns = 0;
+  /// The queue is paused (queue_controls): claims take nothing and say so.
+  bool paused = false;
+  /// A cluster-wide limit: at most this many jobs held at once by the
+  /// claims (finished jobs give their slot back); 0 = none.
+  int global_limit = 0;
+  int held_by_limit = 0;
+  /// Claims of no jobs (the poller asking whether the queue is paused).
+  int probes = 0;
+  /// Times the configured limits were written (controls_atom).
+  int controls_applied = 0;
 };
 
 /// A storage actor that answers from a script. Cleanup and the schema
@@ -129,6 +139,33 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       s->claim_times.push_back(self->clock().now());
       if (s->fail_claims)
         return aw::make_error(aw::ec::database_unavailable, "stub: down");
+      if (limit == 0)
+        ++s->probes;
+      if (s->paused) {
+        claim_result out;
+        out.paused = true;
+        return out;
+      }
+      if (s->global_limit > 0) {
+        // As the database's claim: at most the room the limit leaves;
+        // `limited` when the limit, not the backlog, cut the claim.
+        int room = std::max(0, s->global_limit - s->held_by_limit);
+        claim_result out;
+        int take = std::min({limit, room, s->backlog});
+        for (int i = 0; i < take; ++i) {
+          claimed_job job;
+          job.id = s->next_id++;
+          job.kind = "noop";
+          job.queue = queue;
+          job.args = s->args;
+          job.attempt = 1;
+          out.jobs.push_back(job);
+          --s->backlog;
+        }
+        s->held_by_limit += take;
+        out.limited = room < limit && take == room;
+        return out;
+      }
       auto take = [=]() {
       claim_result out;
       auto batch = s->lane_batches ? s->next_batch++ : 0;
@@ -172,6 +209,8 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       for (auto& o : outcomes) {
         s->finished.push_back(o.job_id);
         s->outcomes.push_back(o);
+        if (s->global_limit > 0)
+          --s->held_by_limit; // the slot frees at the commit
         reports.push_back({o.job_id, o.kind, finish_result::applied});
       }
       self->send(poller, committed_atom::value, std::move(reports));
@@ -223,7 +262,13 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       }
       if (s->release_to_backlog)
         s->backlog += static_cast<int>(jobs.size());
+      if (s->global_limit > 0)
+        s->held_by_limit -= static_cast<int>(jobs.size());
       return static_cast<int64_t>(jobs.size());
+    },
+    [=](controls_atom) -> std::vector<std::string> {
+      ++s->controls_applied;
+      return {};
     },
     [=](cleanup_atom) -> int64_t {
       if (!s->maintenance)

@@ -7,6 +7,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <thread>
+
 #include <set>
 
 #include "dashboard_support.hpp"
@@ -468,6 +470,66 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   auto schedules = get(p, "/api/schedules").json();
   BOOST_TEST(schedules["schedules"].empty());
   BOOST_TEST(!schedules["note"].get<std::string>().empty());
+}
+
+BOOST_AUTO_TEST_CASE(queue_pause_and_resume_are_audited_actions) {
+  fault_env env{"dash_queue_pause"};
+  port_reservation http;
+  db_session db{env.url()};
+  worker_timings t;
+  t.extra_toml = "rate_limit = \"50/s\"\n"  // (inside [queues.default])
+                 + http_toml(http.port(), "token = \"" + token + "\"\n");
+  auto w = env.start_worker("A", t);
+  int p = http.port();
+  wait_ready(p);
+  // Without the token: refused, nothing changed.
+  auto refused = request(p, "POST", "/api/queues/pause",
+                         {{"Origin", "http://127.0.0.1:" + std::to_string(p)}},
+                         R"({"queue": "default"})", "application/json");
+  BOOST_TEST(refused.status == 401);
+  // An unknown queue: 404, audited as refused, nothing changed.
+  auto unknown = act(p, "/api/queues/pause", {{"queue", "nosuch"}});
+  BOOST_TEST(unknown.status == 404);
+  BOOST_TEST(contains(unknown.json()["error"].get<std::string>(),
+                      "unknown queue 'nosuch'"));
+  BOOST_TEST(db.scalar("SELECT count(*) FROM queue_controls WHERE queue = "
+                       "'nosuch'") == 0);
+  BOOST_TEST(act(p, "/api/queues/pause", nlohmann::json::object()).status == 400);
+
+  auto paused = act(p, "/api/queues/pause", {{"queue", "default"}});
+  BOOST_TEST(paused.status == 200);
+  BOOST_TEST(paused.json()["paused"] == true);
+  BOOST_TEST(paused.json()["audit_id"].is_number());
+  auto overview = get(p, "/api/overview").json();
+  nlohmann::json row;
+  for (auto& q : overview["queues"])
+    if (q["queue"] == "default")
+      row = q;
+  BOOST_TEST(row["paused"] == true);
+  BOOST_TEST(row["paused_at"].is_string());
+  BOOST_TEST(row["rate_limit"] == "50/s");
+  BOOST_TEST(row["global_concurrency"].is_null());
+  // The worker heard it, and runs nothing of the queue.
+  BOOST_TEST(wait_until([&] { return contains(w->err(), "queue paused (told by NOTIFY)"); },
+                        10s));
+  db.exec("INSERT INTO jobs (kind) SELECT 'noop' FROM generate_series(1, 3)");
+  std::this_thread::sleep_for(1s);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'available'") == 3);
+
+  auto resumed = act(p, "/api/queues/resume", {{"queue", "default"}});
+  BOOST_TEST(resumed.status == 200);
+  BOOST_TEST(resumed.json()["was_paused"] == true);
+  BOOST_TEST(wait_until([&] {
+    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 3;
+  }, 30s));
+  auto audit = get(p, "/api/audit").json()["entries"];
+  BOOST_REQUIRE(audit.size() == 3u);
+  BOOST_TEST(audit[0]["action"] == "queue.resume");
+  BOOST_TEST(audit[0]["outcome"] == "resumed");
+  BOOST_TEST(audit[0]["target"]["queue"] == "default");
+  BOOST_TEST(audit[1]["action"] == "queue.pause");
+  BOOST_TEST(audit[1]["outcome"] == "paused");
+  BOOST_TEST(audit[2]["outcome"] == "refused: unknown queue");
 }
 
 BOOST_AUTO_TEST_CASE(dashboard_off_serves_the_probes_only) {

@@ -482,6 +482,70 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   BOOST_TEST(browser.wait_js("return document.getElementById('schedules-empty') !== null;"));
 }
 
+BOOST_AUTO_TEST_CASE(a_queue_is_paused_and_resumed_from_the_queues_page) {
+  fault_env env{"dash_browser_pause"};
+  port_reservation http;
+  db_session db{env.url()};
+  worker_timings t;
+  t.extra_toml = "global_concurrency = 5\n"  // (inside [queues.default])
+                 + http_toml(http.port(), "token = \"" + token + "\"\n");
+  auto w = env.start_worker("A", t);
+  const std::string base = "http://127.0.0.1:" + std::to_string(http.port());
+  BOOST_REQUIRE(wait_until(
+    [&] { return get(http.port(), "/readyz").status == 200; }, 60s));
+  webdriver browser{env.dir()};
+  browser.open(base + "/#/queues");
+  const std::string row = "#queues tbody tr[data-queue=\"default\"]";
+  BOOST_REQUIRE(browser.wait_js("return document.querySelector("
+                                + js_string(row + " .c-paused") + ") !== null;"));
+  BOOST_TEST(browser.js("return document.querySelector(" + js_string(row + " .c-paused")
+                        + ").textContent;") == "no");
+  BOOST_TEST(browser.js("return document.querySelector(" + js_string(row + " .c-limits")
+                        + ").textContent;") == "at most 5 at once");
+  browser.type("#token-input", token);
+  browser.click("#token-save");
+  BOOST_REQUIRE(browser.wait_js(
+    "return document.getElementById('token-state') !== null;"));
+  browser.open(base + "/#/queues");
+  const std::string pause = "button.queue-pause[data-queue=\"default\"]";
+  BOOST_REQUIRE(browser.wait_js("return document.querySelector(" + js_string(pause)
+                                + ") !== null && !document.querySelector("
+                                + js_string(pause) + ").disabled;"));
+  browser.click(pause);
+  BOOST_REQUIRE(browser.wait_js("return document.getElementById('confirm-yes') !== null;"));
+  browser.click("#confirm-yes");
+  BOOST_REQUIRE_MESSAGE(
+    browser.wait_js("return document.querySelector(" + js_string(row + " .c-paused")
+                    + ") !== null && document.querySelector("
+                    + js_string(row + " .c-paused") + ").textContent === 'yes';",
+                    30s),
+    "the page did not show the pause: " << browser.js("return document.body.innerText;"));
+  BOOST_TEST(db.scalar("SELECT count(*) FROM queue_controls WHERE queue = "
+                       "'default' AND paused") == 1);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM audit_log WHERE action = "
+                       "'queue.pause' AND outcome = 'paused'") == 1);
+  BOOST_TEST(wait_until([&] { return contains(w->err(), "queue paused (told by NOTIFY)"); },
+                        10s));
+  snap(browser, env, "dashboard-queue-paused.png");
+  const std::string resume = "button.queue-resume[data-queue=\"default\"]";
+  BOOST_REQUIRE(browser.wait_js("return document.querySelector(" + js_string(resume)
+                                + ") !== null;"));
+  browser.click(resume);
+  BOOST_REQUIRE(browser.wait_js("return document.querySelector(" + js_string(row + " .c-paused")
+                                + ") !== null && document.querySelector("
+                                + js_string(row + " .c-paused") + ").textContent === 'no';",
+                                30s));
+  BOOST_TEST(db.scalar("SELECT count(*) FROM queue_controls WHERE queue = "
+                       "'default' AND NOT paused") == 1);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM audit_log WHERE action = "
+                       "'queue.resume' AND outcome = 'resumed'") == 1);
+  // Jobs of the resumed queue run.
+  db.exec("INSERT INTO jobs (kind) SELECT 'noop' FROM generate_series(1, 5)");
+  BOOST_TEST(wait_until([&] {
+    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 5;
+  }, 30s));
+}
+
 BOOST_AUTO_TEST_CASE(protected_reads_ask_for_the_token) {
   fault_env env{"dash_browser_protected"};
   port_reservation http;
