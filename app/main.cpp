@@ -174,6 +174,13 @@ int main(int argc, char** argv) {
     &app, "nodes", "list the worker processes of the cluster (alive or dead)");
   nodes_cmd->add_flag("--json", nodes_json,
                       "a JSON array of objects keyed by column name");
+  bool periodic_json = false;
+  auto* periodic_cmd = add_command(
+    &app, "periodic",
+    "list the periodic schedules ([periodic.NAME]) with their last and next "
+    "run");
+  periodic_cmd->add_flag("--json", periodic_json,
+                         "a JSON array of objects (keys in the README)");
   bool check_json = false;
   auto* check_cmd = add_command(
     &app, "check",
@@ -385,6 +392,8 @@ int main(int argc, char** argv) {
       return run_worker(cfg);
     if (*nodes_cmd)
       return list_nodes(cfg, nodes_json);
+    if (*periodic_cmd)
+      return list_periodic(cfg, periodic_json);
     if (*enqueue_cmd)
       return enqueue_job(cfg, enq);
     if (*list_cmd)

@@ -38,6 +38,10 @@ int check_config(const std::string& file, bool json);
 /// `nodes [--json]`: the worker processes of the cluster (worker_nodes).
 int list_nodes(const runtime_config& cfg, bool json);
 
+/// `periodic [--json]`: the configured periodic schedules with their last
+/// and next run (app/periodic_status.hpp has the JSON keys).
+int list_periodic(const runtime_config& cfg, bool json);
+
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);
 
