@@ -230,7 +230,7 @@ std::optional<local_seconds> next_local(const cron_expression& e,
       t = local_seconds{date::local_days{ym / 1}};
       continue;
     }
-    if (!e.day_matches(month, static_cast<int>(static_cast<unsigned>(c.ymd.day())),
+    if (!e.day_matches(static_cast<int>(static_cast<unsigned>(c.ymd.day())),
                        c.weekday)) {
       t = local_seconds{c.day + date::days{1}};
       continue;
@@ -277,7 +277,7 @@ std::optional<local_seconds> prev_local(const cron_expression& e,
           - 1s;
       continue;
     }
-    if (!e.day_matches(month, static_cast<int>(static_cast<unsigned>(c.ymd.day())),
+    if (!e.day_matches(static_cast<int>(static_cast<unsigned>(c.ymd.day())),
                        c.weekday)) {
       t = local_seconds{c.day} - 1s;
       continue;
@@ -387,21 +387,12 @@ cron_expression cron_expression::parse(const std::string& text) {
   return e;
 }
 
-bool cron_expression::day_matches(int month, int day, int weekday) const {
-  (void) month;
+bool cron_expression::day_matches(int day, int weekday) const {
   bool dom = days[static_cast<size_t>(day)];
   bool dow = weekdays[static_cast<size_t>(weekday)];
   if (days_star || weekdays_star)
     return dom && dow;
   return dom || dow;
-}
-
-bool cron_expression::matches(int month, int day, int weekday, int hour,
-                              int minute, int second) const {
-  return months[static_cast<size_t>(month)] && day_matches(month, day, weekday)
-         && hours[static_cast<size_t>(hour)]
-         && minutes[static_cast<size_t>(minute)]
-         && seconds[static_cast<size_t>(second)];
 }
 
 void check_time_zone(const std::string& name) {

@@ -75,12 +75,9 @@ public:
     return text_;
   }
 
-  /// Whether the local civil time matches (`weekday`: 0 = Sunday).
-  bool matches(int month, int day, int weekday, int hour, int minute,
-               int second) const;
-
-  /// The day-of-month/day-of-week rule alone.
-  bool day_matches(int month, int day, int weekday) const;
+  /// Whether a day matches the day-of-month and day-of-week fields, by
+  /// Vixie cron's rule (above); `weekday`: 0 = Sunday.
+  bool day_matches(int day, int weekday) const;
 
   std::bitset<60> seconds;
   std::bitset<60> minutes;
