@@ -38,6 +38,39 @@ struct snapshot {
   }
 };
 
+/// Records whether this node leads and tells `leadership` when that
+/// changed (or was never told).
+void set_leader(lease_keeper_pointer self, bool leader) {
+  auto& st = self->state;
+  leader = leader && st.candidate;
+  if (st.leader && *st.leader == leader)
+    return;
+  bool was_told = st.leader.has_value();
+  st.leader = leader;
+  if (leader)
+    spdlog::info("this process is now the cluster's leader: it runs the "
+                 "cluster's maintenance");
+  else if (was_told)
+    spdlog::info("this process is no longer the cluster's leader");
+  if (st.cfg.leadership)
+    self->send(st.cfg.leadership, leader_atom::value, leader);
+}
+
+/// Refreshes this process's row in worker_nodes and, while a candidate,
+/// takes or renews the leader lease in the same statement.
+void refresh_node(lease_keeper_pointer self, int64_t held) {
+  auto& st = self->state;
+  st.held = held;
+  self->request(st.cfg.store, st.cfg.heartbeat_interval, node_atom::value,
+                held, st.candidate)
+    .then([self](bool leader) { set_leader(self, leader); },
+          [self](caf::error&) {
+            // Storage logged it. Whether the lease was renewed is unknown:
+            // step down rather than risk two leaders for long.
+            set_leader(self, false);
+          });
+}
+
 void end_round(lease_keeper_pointer self) {
   self->state.round_in_flight = false;
   self->delayed_send(self, self->state.cfg.heartbeat_interval,
@@ -82,11 +115,9 @@ void check_cancel_requests(lease_keeper_pointer self,
 
 void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
   auto& st = self->state;
-  // This process's row in worker_nodes, every round, idle or not (storage
-  // logs a failure; the next round tries again).
-  self->request(st.cfg.store, st.cfg.heartbeat_interval, node_atom::value,
-                static_cast<int64_t>(snap->ids.size()))
-    .then([](bool) {}, [](caf::error&) {});
+  // This process's row in worker_nodes and the leader lease, every round,
+  // idle or not (storage logs a failure; the next round tries again).
+  refresh_node(self, static_cast<int64_t>(snap->ids.size()));
   if (snap->ids.empty()) {
     st.last_refresh = self->clock().now();
     end_round(self);
@@ -198,14 +229,41 @@ void start_round(lease_keeper_pointer self) {
 
 lease_keeper_internal::behavior_type
 lease_keeper_behavior(lease_keeper_pointer self, lease_keeper_config cfg) {
-  self->state.cfg = std::move(cfg);
-  self->state.last_refresh = self->clock().now();
-  self->delayed_send(self, self->state.cfg.heartbeat_interval,
-                     tick_atom::value);
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.candidate = static_cast<bool>(st.cfg.leadership);
+  st.last_refresh = self->clock().now();
+  // In worker_nodes (and, if the lease is free, leading) at once, not one
+  // heartbeat interval later.
+  refresh_node(self, 0);
+  self->delayed_send(self, st.cfg.heartbeat_interval, tick_atom::value);
   return {
     [self](tick_atom) { start_round(self); },
     [self](pollers_atom, std::vector<poller_actor>& pollers) {
       self->state.pollers = std::move(pollers);
+    },
+    [self](elect_atom) {
+      auto& st = self->state;
+      if (st.candidate && !st.leader.value_or(false))
+        refresh_node(self, st.held);
+    },
+    [self](resign_atom) -> caf::result<bool> {
+      auto& st = self->state;
+      st.candidate = false;
+      auto promise = self->make_response_promise<bool>();
+      self->request(st.cfg.store, st.cfg.heartbeat_interval,
+                    resign_atom::value)
+        .then(
+          [self, promise](bool held) mutable {
+            set_leader(self, false);
+            promise.deliver(held);
+          },
+          [self, promise](caf::error& err) mutable {
+            // The lease then runs out by itself, within the reclaim window.
+            set_leader(self, false);
+            promise.deliver(std::move(err));
+          });
+      return promise;
     },
   };
 }

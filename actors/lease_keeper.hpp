@@ -11,11 +11,20 @@
 //     (`jobs cancel`, whose NOTIFY the listener may have missed) and tells
 //     their pollers;
 //  4. refreshes this process's row in worker_nodes (with the number of
-//     jobs it holds), so `actor-worker nodes` sees it alive.
+//     jobs it holds), so `actor-worker nodes` sees it alive, and in the
+//     same statement takes or renews the cluster's leader lease
+//     (migrations/012_leader.sql) while the node is a candidate.
 // It looks after this node's leases only: rescuing expired ones,
-// cluster-wide, is maintenance's work (maintenance.hpp).
+// cluster-wide, is maintenance's work (maintenance.hpp), which runs on the
+// leader alone. The keeper tells `leadership` (the supervisor) whether this
+// node leads: once at start, then at every change. A refresh that fails
+// steps the node down at once (it cannot tell whether another took over);
+// the next successful round takes the lease back if it is still free.
+// A resigned leader's NOTIFY (`elect`) makes a candidate try at once; at a
+// graceful stop `resign` ends the candidacy and gives the lease up.
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include <caf/stateful_actor.hpp>
@@ -30,6 +39,9 @@ struct lease_keeper_config {
   std::chrono::milliseconds reclaim_window;
   /// Heartbeats go here.
   storage_actor store;
+  /// Told whether this node is the cluster's leader; none = this node is
+  /// no candidate (it only refreshes its worker_nodes row).
+  leadership_actor leadership;
 };
 
 struct lease_keeper_state {
@@ -40,6 +52,13 @@ struct lease_keeper_state {
   /// is at least this fresh.
   caf::actor_clock::time_point last_refresh{};
   bool round_in_flight = false;
+  /// Takes the leader lease when it is free (until `resign`).
+  bool candidate = false;
+  /// Whether this node leads, as last told to `leadership` (none: not told
+  /// yet).
+  std::optional<bool> leader;
+  /// Jobs held at the last round, for a refresh between rounds.
+  int64_t held = 0;
 };
 
 using lease_keeper_pointer

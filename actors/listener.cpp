@@ -14,7 +14,8 @@ listener_behavior(listener_pointer self, std::string url,
                   supervisor_actor wake_target) {
   self->state.conn = std::make_unique<storage::notification_listener>(
     std::move(url), std::vector<std::string>{defaults::notify_channel,
-                                             defaults::cancel_channel});
+                                             defaults::cancel_channel,
+                                             defaults::leader_channel});
   self->state.wake_target = std::move(wake_target);
   self->send(self, listen_atom::value);
   return {
@@ -37,7 +38,13 @@ listener_behavior(listener_pointer self, std::string url,
         st.reconnect_backoff.reset();
         auto received = st.conn->wait_for(defaults::listen_wait);
         std::set<std::string> queues;
+        bool elect = false;
         for (auto& n : received) {
+          if (n.channel == defaults::leader_channel) {
+            // The leader resigned: candidates try to take over now.
+            elect = true;
+            continue;
+          }
           if (n.channel != defaults::cancel_channel) {
             queues.insert(n.payload);
             continue;
@@ -50,6 +57,8 @@ listener_behavior(listener_pointer self, std::string url,
         }
         for (auto& q : queues)
           self->send(st.wake_target, wake_atom::value, q);
+        if (elect)
+          self->send(st.wake_target, elect_atom::value);
         self->send(self, listen_atom::value);
       } catch (const std::exception& e) {
         st.conn->disconnect();

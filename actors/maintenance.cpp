@@ -94,11 +94,12 @@ void sample(maintenance_pointer self) {
 maintenance_internal::behavior_type
 maintenance_behavior(maintenance_pointer self, maintenance_config cfg) {
   self->state.cfg = std::move(cfg);
-  // Cleanup starts at once; the first rescue comes after one interval, like
-  // every later one (every node rescues: a starting one has nothing to
-  // catch up on).
+  // Cleanup and the first rescue start at once: a leader that took over
+  // from a killed one did so when the old lease ran out, which is about
+  // when the old leader's job leases do, so its jobs run again within the
+  // reclaim window plus one interval.
   self->send(self, cleanup_atom::value);
-  next_rescue(self);
+  self->send(self, rescue_atom::value);
   if (self->state.cfg.sample_interval.count() > 0)
     self->send(self, sample_atom::value);
   if (!self->state.cfg.periodic.schedules.empty())

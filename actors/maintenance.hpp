@@ -1,9 +1,12 @@
 #pragma once
-// Maintenance: the cluster-wide housekeeping, on two timers of its own.
+// Maintenance: the cluster-wide housekeeping, on timers of its own. It runs
+// on the cluster's leader alone: the supervisor spawns it when the lease
+// keeper reports that this node leads and stops it when it no longer does.
 //
 // Every rescue_interval it rescues, cluster-wide, running jobs whose lease
 // expired (their worker died or hung), whose deadline passed long ago, and
-// callbacks that timed out (SKIP LOCKED: safe on every node at once). The
+// callbacks that timed out (SKIP LOCKED: safe even if two nodes both
+// believe for a moment that they lead). The
 // next rescue is armed when the previous one has replied, so rescues never
 // pile up behind a slow or hung connection.
 //

@@ -3,10 +3,12 @@
 // schedules (config/cron.hpp), each exactly once across the cluster.
 //
 // Maintenance spawns it, linked, when the configuration has schedules: it
-// runs where and while maintenance runs (with leader election, on the
-// leader alone; without it, on every node, which the database makes
-// harmless). It works over a storage actor of its own, so a tick never
-// waits behind a vacuum or a big rescue.
+// runs where and while maintenance runs, on the cluster's leader alone
+// (the supervisor starts maintenance when its node becomes the leader and
+// stops it when it steps down). Two schedulers at once (two leaders for a
+// moment) are harmless: the database takes each tick once. It works over
+// a storage actor of its own, so a tick never waits behind a vacuum or a
+// big rescue.
 //
 // At start it reads every schedule's row (its last tick, and the spec that
 // tick was computed from). For each schedule:

@@ -546,14 +546,12 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         count = std::move(samples.error());
       return logged(st, "sample_queues", std::move(count));
     },
-    [self](node_atom, int64_t held) -> caf::result<bool> {
-      auto err = self->state.store->refresh_node(held);
-      observe(self->state, "refresh_node", err);
-      if (err) {
-        spdlog::error("storage: {}", render(err));
-        return err;
-      }
-      return true;
+    [self](node_atom, int64_t held, bool candidate) -> caf::result<bool> {
+      return logged(self->state, "refresh_node",
+                    self->state.store->refresh_node(held, candidate));
+    },
+    [self](resign_atom) -> caf::result<bool> {
+      return logged(self->state, "resign", self->state.store->resign());
     },
     [self](leave_atom) -> caf::result<bool> {
       auto err = self->state.store->leave();

@@ -105,8 +105,12 @@ void announce_pollers(supervisor_pointer self) {
 
 void spawn_lease_keeper(supervisor_pointer self) {
   auto& st = self->state;
+  // Every node is a candidate for leadership; the keeper tells this
+  // supervisor whether it leads (leader_atom), which starts or stops
+  // maintenance.
   lease_keeper_config lc{st.cfg.config.worker.heartbeat_interval,
-                         st.cfg.config.worker.reclaim_window, st.claimer};
+                         st.cfg.config.worker.reclaim_window, st.claimer,
+                         caf::actor_cast<leadership_actor>(self)};
   st.lease_keeper = self->spawn<caf::linked>(lease_keeper_behavior, lc);
   announce_pollers(self);
 }
@@ -124,11 +128,9 @@ void start_components(supervisor_pointer self) {
   for (auto& q : st.cfg.config.queues)
     spawn_poller(self, q);
   spawn_listener(self);
-  spawn_maintenance(self);
+  // Maintenance starts when the lease keeper's first round says this node
+  // leads (at once when the lease is free).
   spawn_lease_keeper(self);
-  // In worker_nodes at once, not one heartbeat interval later.
-  self->request(st.claimer, caf::infinite, node_atom::value, int64_t{0})
-    .then([](bool) {}, [](caf::error&) {});
   spdlog::info("worker {} running: {} queue(s), {} connection(s) for jobs",
                st.cfg.worker_id, st.cfg.config.queues.size(),
                st.completers.size());
@@ -158,12 +160,19 @@ std::string component_of(supervisor_pointer self, const caf::actor_addr& a) {
   return "";
 }
 
+void stop_maintenance(supervisor_pointer self) {
+  auto& st = self->state;
+  if (!st.maintenance)
+    return;
+  self->send_exit(st.maintenance, caf::exit_reason::user_shutdown);
+  st.maintenance = nullptr;
+}
+
 void shut_down_helpers(supervisor_pointer self) {
   auto& st = self->state;
   if (st.listener)
     self->send_exit(st.listener, caf::exit_reason::user_shutdown);
-  if (st.maintenance)
-    self->send_exit(st.maintenance, caf::exit_reason::user_shutdown);
+  stop_maintenance(self);
 }
 
 } // namespace
@@ -268,8 +277,11 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
         return;
       if (which == "listener")
         spawn_listener(self);
-      else if (which == "maintenance")
-        spawn_maintenance(self);
+      else if (which == "maintenance") {
+        // Only while this node still leads.
+        if (st.leader && !st.maintenance)
+          spawn_maintenance(self);
+      }
       else if (which == "lease_keeper")
         spawn_lease_keeper(self);
       else if (which == "gate") {
@@ -288,6 +300,23 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
         if (queue.empty() || name == queue)
           self->send(p, wake_atom::value);
     },
+    [self](elect_atom) {
+      auto& st = self->state;
+      if (st.lease_keeper && !st.stopping)
+        self->send(st.lease_keeper, elect_atom::value);
+    },
+    [self](leader_atom, bool leader) {
+      auto& st = self->state;
+      if (st.stopping)
+        return;
+      st.leader = leader;
+      if (st.cfg.watcher)
+        st.cfg.watcher->leadership(leader);
+      if (leader && !st.maintenance)
+        spawn_maintenance(self);
+      else if (!leader)
+        stop_maintenance(self);
+    },
     [self](cancel_atom, int64_t id) {
       // Only the poller holding the job acts on it.
       for (auto& [name, p] : self->state.pollers)
@@ -301,9 +330,10 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
         st.cfg.watcher->draining();
       shut_down_helpers(self);
       spdlog::info("stopping: no new claims; draining running jobs");
-      // Drain every poller, then let each storage actor commit what it
-      // still buffers, then quit.
-      auto remaining = std::make_shared<size_t>(st.pollers.size());
+      // Drain every poller and, meanwhile, give the leader lease up (its
+      // NOTIFY lets another node take over at once), then let each storage
+      // actor commit what it still buffers, then quit.
+      auto remaining = std::make_shared<size_t>(st.pollers.size() + 1);
       auto released = std::make_shared<int64_t>(0);
       auto finish = [self, promise, released]() mutable {
         auto& st = self->state;
@@ -329,10 +359,16 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
           .then([done](bool) mutable { done(); },
                 [done](caf::error&) mutable { done(); });
       };
-      if (*remaining == 0) {
-        finish();
-        return promise;
-      }
+      auto resigned = [remaining, finish]() mutable {
+        if (--*remaining == 0)
+          finish();
+      };
+      if (st.lease_keeper)
+        self->request(st.lease_keeper, caf::infinite, resign_atom::value)
+          .then([resigned](bool) mutable { resigned(); },
+                [resigned](caf::error&) mutable { resigned(); });
+      else
+        resigned();
       for (auto& [queue, p] : st.pollers)
         self->request(p, caf::infinite, drain_atom::value)
           .then(

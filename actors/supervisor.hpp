@@ -4,9 +4,11 @@
 // At start it spawns the storage actors, runs the schema check (retrying
 // with backoff while the database is unreachable; stopping with an error
 // when the schema is out of date), then spawns one poller per queue, the
-// listener, maintenance and the lease keeper. It routes wake-ups to
-// pollers, restarts a crashed poller, listener, maintenance or lease keeper
-// with backoff, and on stop drains the pollers, flushes storage and quits.
+// listener and the lease keeper. Maintenance runs while the lease keeper
+// reports that this node leads the cluster (a lease row elects it). It
+// routes wake-ups to pollers, restarts a crashed poller, listener,
+// maintenance or lease keeper with backoff, and on stop resigns the
+// leadership, drains the pollers, flushes storage and quits.
 
 #include <chrono>
 #include <map>
@@ -80,6 +82,9 @@ struct supervisor_state {
   backoff check_backoff;
   /// Backoff of component restarts.
   backoff restart_backoff;
+  /// Whether this node is the cluster's leader (the lease keeper says):
+  /// maintenance runs only then.
+  bool leader = false;
   bool started = false;
   bool stopping = false;
 };

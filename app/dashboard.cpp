@@ -209,6 +209,11 @@ struct dashboard::impl {
   std::shared_ptr<const prometheus_observer> metrics;
   dashboard_policy policy;
   connection_pool pool;
+  /// The overview's own sample of the queues while this node does not
+  /// lead (only the leader's maintenance samples them): read on demand,
+  /// at most once per queue_stats_interval.
+  std::mutex own_sample_mtx;
+  queue_snapshot own_sample;
 
   impl(const runtime_config& c, dashboard_node n,
        std::shared_ptr<const prometheus_observer> m)
@@ -298,8 +303,26 @@ struct dashboard::impl {
                    {"worker_id", node.worker_id}});
   }
 
-  void overview(const httplib::Request&, httplib::Response& res) {
+  /// The leader's sample when this node leads; otherwise one of its own,
+  /// no older than the sample interval.
+  queue_snapshot queue_sample() {
     auto snapshot = metrics->latest_sample();
+    if (snapshot.taken)
+      return snapshot;
+    std::lock_guard<std::mutex> guard{own_sample_mtx};
+    auto now = std::chrono::system_clock::now();
+    if (!own_sample.taken
+        || now - *own_sample.taken >= cfg.metrics.queue_stats_interval) {
+      own_sample.queues = with_db([](pqxx::connection& c) {
+        return storage::dashboard_queue_samples(c);
+      });
+      own_sample.taken = now;
+    }
+    return own_sample;
+  }
+
+  void overview(const httplib::Request&, httplib::Response& res) {
+    auto snapshot = queue_sample();
     auto slots = metrics->slots_by_queue();
     std::map<std::string, json> queues;
     auto row = [](const std::string& name) {
@@ -375,15 +398,21 @@ struct dashboard::impl {
     auto cluster = with_db([&](pqxx::connection& c) {
       return storage::nodes_json(c, cfg.worker.reclaim_window);
     });
+    auto processes = json::parse(cluster);
+    json leader = nullptr;
+    for (auto& p : processes)
+      if (p.value("leader", false))
+        leader = p["worker_id"];
     send_json(res, 200,
               json{{"nodes", json::array({std::move(self)})},
-                   {"cluster", json::parse(cluster)},
-                   {"leader", nullptr},
+                   {"cluster", std::move(processes)},
+                   {"leader", std::move(leader)},
                    {"note", "Every worker process registers at start and "
                             "refreshes its row with each heartbeat round; "
                             "one not seen for the reclaim window is shown "
-                            "dead. No node leads yet: leader election comes "
-                            "with the rest of the cluster feature."}});
+                            "dead. The leader (elected through a lease row) "
+                            "alone runs the cluster's maintenance: rescues, "
+                            "cleanup and queue samples."}});
   }
 
   void schedules(const httplib::Request&, httplib::Response& res) {
@@ -408,10 +437,12 @@ struct dashboard::impl {
     f.state = param_text(req, "state");
     if (!f.state.empty()) {
       auto& states = storage::job_states();
-      if (std::find(states.begin(), states.end(), f.state) == states.end())
-        throw bad_request(400, "state must be one of scheduled, available, "
-                               "running, waiting_external, completed, "
-                               "cancelled");
+      if (std::find(states.begin(), states.end(), f.state) == states.end()) {
+        std::string names;
+        for (auto& s : states)
+          names += (names.empty() ? "" : ", ") + s;
+        throw bad_request(400, "state must be one of " + names);
+      }
     }
     f.queue = param_text(req, "queue");
     f.kind = param_text(req, "kind");
@@ -450,9 +481,7 @@ struct dashboard::impl {
 
   void dead_letters(const httplib::Request& req, httplib::Response& res) {
     storage::dashboard_dead_letter_filter f;
-    f.queue = param_text(req, "queue");
-    f.kind = param_text(req, "kind");
-    f.fingerprint = param_text(req, "fingerprint");
+    f.match = dead_letter_filter_of(req);
     f.before = param_int(req, "before", 0, 0,
                          std::numeric_limits<int64_t>::max());
     f.limit = param_int(req, "limit", 50, 1, 500);

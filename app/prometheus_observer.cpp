@@ -129,7 +129,13 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
              .Help("1 when /readyz answers 200: database reachable, schema "
                    "compatible, not draining.")
              .Register(*registry_)
-             .Add({})) {
+             .Add({})),
+    leader_(BuildGauge()
+              .Name("actor_worker_leader")
+              .Help("1 while this process is the cluster's elected leader "
+                    "(it runs maintenance and samples the queues), else 0.")
+              .Register(*registry_)
+              .Add({})) {
   BuildGauge()
     .Name("actor_worker_build_info")
     .Help("The running actor-worker's version (value 1).")
@@ -142,7 +148,7 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
   follow_up_failures_.Add({{"stage", "rescue"}});
   for (auto* op : {"claim", "finish", "finish_and_claim", "heartbeat",
                    "cancel_requests", "rescue", "release", "cleanup", "vacuum",
-                   "sample_queues", "wait_times"})
+                   "sample_queues", "wait_times", "refresh_node", "resign"})
     db_errors_.Add({{"operation", op}});
   std::lock_guard<std::mutex> guard{mtx_};
   for (auto& kind : kinds_) {
@@ -211,6 +217,23 @@ void prometheus_observer::schema_checked(bool compatible) {
 
 void prometheus_observer::draining() {
   draining_.store(true, std::memory_order_relaxed);
+}
+
+void prometheus_observer::leadership(bool leader) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  leader_.Set(leader ? 1 : 0);
+  if (leader)
+    return;
+  // Only the leader samples the queues: a node that stopped leading drops
+  // its depth series rather than export a sample that no longer moves.
+  for (auto& q : sampled_queues_) {
+    for (auto* state : sampled_states)
+      queue_jobs_.Remove(&queue_jobs_.Add({{"queue", q}, {"state", state}}));
+    oldest_age_.Remove(&oldest_age_.Add({{"queue", q}}));
+    dead_letters_.Remove(&dead_letters_.Add({{"queue", q}}));
+  }
+  sampled_queues_.clear();
+  latest_ = queue_snapshot{};
 }
 
 const std::string&

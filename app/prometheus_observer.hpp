@@ -25,6 +25,7 @@
 //   actor_worker_hook_failures_total{kind}                     counter
 //   actor_worker_follow_up_failures_total{stage}               counter
 //   actor_worker_database_up, actor_worker_ready               gauge 0/1
+//   actor_worker_leader                                        gauge 0/1
 //   actor_worker_build_info{version}                           gauge 1
 
 #include <array>
@@ -121,6 +122,7 @@ public:
   void database_reachable(bool up) override;
   void schema_checked(bool compatible) override;
   void draining() override;
+  void leadership(bool leader) override;
   bool wants_wait_times() const override {
     return true;
   }
@@ -208,6 +210,7 @@ private:
   prometheus::Family<prometheus::Counter>& follow_up_failures_;
   prometheus::Gauge& database_up_;
   prometheus::Gauge& ready_;
+  prometheus::Gauge& leader_;
 
   mutable std::mutex mtx_;
   std::map<std::pair<std::string, std::string>, kind_series, pair_less>

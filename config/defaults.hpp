@@ -262,6 +262,11 @@ constexpr const char* notify_channel = "actor_worker_jobs";
 /// request durable).
 constexpr const char* cancel_channel = "actor_worker_cancel";
 
+/// The NOTIFY channel of leadership: a leader that stops gracefully
+/// resigns and notifies it (the payload is its worker id), and every
+/// listening candidate tries to take the lease at once.
+constexpr const char* leader_channel = "actor_worker_leader";
+
 /// How long the listener blocks waiting for a NOTIFY before it checks its
 /// mailbox again; bounds how late it notices a shutdown.
 constexpr std::chrono::milliseconds listen_wait = 200ms;

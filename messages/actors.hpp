@@ -110,8 +110,13 @@ using storage_actor = caf::typed_actor<
   // replies with the number of queues sampled.
   caf::replies_to<sample_atom>::with<int64_t>,
   // Inserts or refreshes this process's row in worker_nodes with the number
-  // of jobs it holds.
-  caf::replies_to<node_atom, int64_t>::with<bool>,
+  // of jobs it holds; a candidate (true) also takes the leader lease when
+  // it is free or expired, or renews its own. Replies whether this process
+  // is the cluster's leader now.
+  caf::replies_to<node_atom, int64_t, bool>::with<bool>,
+  // Gives the leader lease up if this process holds it and NOTIFYs the
+  // other candidates (a graceful stop); replies whether it held it.
+  caf::replies_to<resign_atom>::with<bool>,
   // Deletes this process's row in worker_nodes (a graceful stop).
   caf::replies_to<leave_atom>::with<bool>,
   // Every row of periodic_schedules.
@@ -164,7 +169,13 @@ using executor_internal = executor_actor::extend<
 /// expired leases, cluster-wide, is maintenance's work.
 using lease_keeper_actor = caf::typed_actor<
   // The pollers whose jobs to keep alive (sent after every (re)spawn).
-  caf::reacts_to<pollers_atom, std::vector<poller_actor>>>;
+  caf::reacts_to<pollers_atom, std::vector<poller_actor>>,
+  // The leader resigned (a NOTIFY on the leader channel): try to take the
+  // lease now instead of at the next round.
+  caf::reacts_to<elect_atom>,
+  // The node stops: no longer a candidate; gives the lease up if held.
+  // Replies whether it was held.
+  caf::replies_to<resign_atom>::with<bool>>;
 
 /// What only the lease keeper sends itself.
 using lease_keeper_internal = lease_keeper_actor::extend<
@@ -227,6 +238,11 @@ using listener_internal = caf::typed_actor<
 /// Starts the components once the schema check passes, routes wake-ups to
 /// the pollers, restarts crashed components with backoff, and shuts down
 /// in order.
+/// Whoever acts on this node's leadership: told `true` when the node
+/// becomes the cluster's leader, `false` when it stops being it (and once
+/// at start, whichever it is).
+using leadership_actor = caf::typed_actor<caf::reacts_to<leader_atom, bool>>;
+
 using supervisor_actor = caf::typed_actor<
   // Graceful shutdown: drain every poller, flush storage, stop. Replies
   // with the number of jobs released.
@@ -235,7 +251,13 @@ using supervisor_actor = caf::typed_actor<
   caf::reacts_to<wake_atom, std::string>,
   // An operator asked to cancel job `id` (a NOTIFY on the cancel
   // channel): tell every poller; the one holding it cancels it.
-  caf::reacts_to<cancel_atom, int64_t>>;
+  caf::reacts_to<cancel_atom, int64_t>,
+  // The leader resigned (a NOTIFY on the leader channel): the lease
+  // keeper tries to take the lease at once.
+  caf::reacts_to<elect_atom>,
+  // This node became the cluster's leader (true: start maintenance) or
+  // stopped being it (false: stop it). From the lease keeper.
+  caf::reacts_to<leader_atom, bool>>;
 
 /// What only the supervisor sends itself.
 using supervisor_internal = supervisor_actor::extend<

@@ -81,5 +81,11 @@ using periodic_atom = caf::atom_constant<caf::atom("periodic")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
 /// Sample the queues' depth for the metrics.
 using sample_atom = caf::atom_constant<caf::atom("sample")>;
+/// Try to take the leader lease now (the leader resigned).
+using elect_atom = caf::atom_constant<caf::atom("elect")>;
+/// Give the leader lease up and stop being a candidate (a graceful stop).
+using resign_atom = caf::atom_constant<caf::atom("resign")>;
+/// This node became, or stopped being, the cluster's leader.
+using leader_atom = caf::atom_constant<caf::atom("leader")>;
 
 } // namespace aw

@@ -66,6 +66,9 @@ public:
   virtual void schema_checked(bool) {}
   /// The node stopped claiming: it drains and will stop.
   virtual void draining() {}
+  /// The node became the cluster's leader (true) or stopped being it.
+  /// Only the leader samples the queues' depth (sampled()).
+  virtual void leadership(bool) {}
 
   // -- jobs ----------------------------------------------------------------
 

@@ -115,9 +115,16 @@ public:
                                                          double share) = 0;
 
   /// Inserts or refreshes this process's row in worker_nodes (`held`: the
-  /// jobs it holds). The default does nothing.
-  virtual caf::error refresh_node(int64_t /*held*/) {
-    return {};
+  /// jobs it holds); a `candidate` also takes or renews the leader lease.
+  /// Returns whether this process is the leader. The default has no
+  /// cluster: every candidate leads alone.
+  virtual caf::expected<bool> refresh_node(int64_t /*held*/, bool candidate) {
+    return candidate;
+  }
+  /// Gives the leader lease up (a graceful stop); returns whether this
+  /// process held it. The default holds nothing.
+  virtual caf::expected<bool> resign() {
+    return false;
   }
   /// Deletes this process's row (a graceful stop). The default does
   /// nothing.

@@ -5,6 +5,7 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/storage/queue_samples.hpp"
 #include "sql_statements.hpp"
 
 namespace aw::storage {
@@ -192,14 +193,17 @@ dashboard_page dashboard_dead_letters(pqxx::connection_base& conn,
   snapshot tx(conn, "aw_dashboard_dead_letters");
   no_parallel_workers(tx);
   source_hits hits;
-  if (!f.kind.empty() && !f.fingerprint.empty())
+  auto& match = f.match;
+  if (!match.kind.empty() && !match.fingerprint.empty())
     hits = exhaustive(tx.exec_params1(sql::dashboard_dead_letters_group,
-                                      before, f.kind, f.fingerprint, f.queue,
+                                      before, match.kind, match.fingerprint,
+                                      match.queue,
                                       limit),
                       limit);
   else
     hits = budgeted(tx.exec_params1(sql::dashboard_dead_letters_newest, before,
-                                    f.queue, f.kind, f.fingerprint, limit,
+                                    match.queue, match.kind,
+                                    match.fingerprint, limit,
                                     budget),
                     limit, budget);
   auto m = merge({hits}, limit);
@@ -219,6 +223,11 @@ std::string failure_groups_json(pqxx::connection_base& conn, int64_t limit) {
   return tx.exec_params1(sql::dashboard_failure_groups, clamp_limit(limit))
     ["groups"]
       .as<std::string>();
+}
+
+queue_samples dashboard_queue_samples(pqxx::connection_base& conn) {
+  pqxx::read_transaction tx(conn);
+  return to_queue_samples(tx.exec_params(sql::queue_samples));
 }
 
 int64_t count_dead_letters(pqxx::connection_base& conn,

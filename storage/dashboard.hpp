@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "actor_worker/messages/observer.hpp"
 #include "actor_worker/storage/admin_dead_letters.hpp"
 
 namespace pqxx {
@@ -62,13 +63,12 @@ struct dashboard_job_filter {
 dashboard_page dashboard_jobs(pqxx::connection_base& conn,
                               const dashboard_job_filter& filter);
 
-/// Which dead letters the dashboard lists: "" matches anything.
+/// Which dead letters the dashboard lists, and which page.
 struct dashboard_dead_letter_filter {
-  std::string queue;
-  std::string kind;
-  /// An error fingerprint (dead_letter_jobs.fingerprint); with `kind`, the
-  /// page lists one failure group through its index.
-  std::string fingerprint;
+  /// Queue, kind and error fingerprint ("" matches anything; the id is
+  /// not used). With kind and fingerprint the page lists one failure
+  /// group through its index.
+  dead_letter_filter match;
   int64_t before = 0;
   int64_t limit = 50;
   int64_t scan_budget = 20000;
@@ -82,6 +82,11 @@ dashboard_page dashboard_dead_letters(pqxx::connection_base& conn,
 /// largest groups: [{"kind", "fingerprint", "count", "first_seen",
 /// "last_seen", "example", "example_queue", "example_id"}].
 std::string failure_groups_json(pqxx::connection_base& conn, int64_t limit);
+
+/// One sample of every queue's depth, for the overview of a node that
+/// does not lead the cluster (the leader's maintenance samples for its
+/// own).
+queue_samples dashboard_queue_samples(pqxx::connection_base& conn);
 
 /// How many dead letters match `filter` (before a bulk action).
 int64_t count_dead_letters(pqxx::connection_base& conn,

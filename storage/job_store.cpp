@@ -15,6 +15,7 @@
 #include <pqxx/pqxx>
 
 #include "actor_worker/config/defaults.hpp"
+#include "actor_worker/storage/queue_samples.hpp"
 #include "sql_statements.hpp"
 
 namespace aw::storage {
@@ -169,6 +170,7 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_wait_times", sql::wait_times},
     {"aw_node_refresh", sql::node_refresh},
     {"aw_node_leave", sql::node_leave},
+    {"aw_leader_resign", sql::leader_resign},
     {"aw_cleanup_nodes", sql::cleanup_nodes},
     {"aw_queue_samples", sql::queue_samples},
   };
@@ -689,12 +691,29 @@ int64_t job_store::delete_expired(int batch) {
   return deleted;
 }
 
-void job_store::refresh_node(int64_t held) {
+bool job_store::refresh_node(int64_t held, bool candidate) {
   connect();
   pqxx::nontransaction tx(*conn_, "aw_node_refresh");
-  run(tx, "aw_node_refresh", opts_.worker_id, opts_.node, opts_.host,
-      static_cast<int>(::getpid()), opts_.version,
-      to_text_array_literal(opts_.queues), held);
+  auto rows = run(tx, "aw_node_refresh", opts_.worker_id, opts_.node,
+                  opts_.host, static_cast<int>(::getpid()), opts_.version,
+                  to_text_array_literal(opts_.queues), held,
+                  leader_lease_seconds(), candidate);
+  return !rows.empty() && rows[0][0].as<bool>();
+}
+
+bool job_store::resign() {
+  connect();
+  pqxx::nontransaction tx(*conn_, "aw_leader_resign");
+  return !run(tx, "aw_leader_resign", opts_.worker_id,
+              std::string{defaults::leader_channel})
+            .empty();
+}
+
+double job_store::leader_lease_seconds() const {
+  // Renewed every heartbeat round: a killed leader's lease runs out, and
+  // the next candidate round (at most one interval later) takes it, within
+  // the reclaim window (config validation keeps it >= 3 intervals).
+  return (opts_.reclaim_window - opts_.heartbeat_interval).count() / 1000.0;
 }
 
 void job_store::leave() {
@@ -732,36 +751,8 @@ job_store::wait_times(const std::vector<int64_t>& jobs) {
 
 queue_samples job_store::sample_queues() {
   connect();
-  std::map<std::string, queue_sample> by_queue;
   pqxx::read_transaction tx(*conn_, "aw_queue_samples");
-  for (const auto& row : run(tx, "aw_queue_samples")) {
-    auto queue = row["queue"].as<std::string>();
-    auto& q = by_queue[queue];
-    q.queue = queue;
-    auto state = row["state"].as<std::string>();
-    auto jobs = row["jobs"].is_null() ? 0 : row["jobs"].as<int64_t>();
-    if (state == "available") {
-      q.available += jobs;
-      if (!row["oldest"].is_null()) {
-        auto age = row["oldest_age"].as<double>();
-        q.oldest_available_age_seconds
-          = std::max(q.oldest_available_age_seconds, age);
-      }
-    } else if (state == "scheduled") {
-      q.scheduled += jobs;
-    } else if (state == "running") {
-      q.running += jobs;
-    } else if (state == "waiting_external") {
-      q.waiting_external += jobs;
-    } else if (state == "dead_lettered") {
-      q.dead_lettered += jobs;
-    }
-  }
-  queue_samples out;
-  out.reserve(by_queue.size());
-  for (auto& [name, q] : by_queue)
-    out.push_back(std::move(q));
-  return out;
+  return to_queue_samples(run(tx, "aw_queue_samples"));
 }
 
 std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {

@@ -159,8 +159,14 @@ public:
   std::vector<int64_t> cancel_requests(const std::vector<int64_t>& jobs);
 
   /// Inserts or refreshes this process's row in worker_nodes, with the
-  /// number of jobs it holds.
-  void refresh_node(int64_t held);
+  /// number of jobs it holds; a `candidate` also takes the leader lease
+  /// (cluster_leader) when it is free or expired, or renews its own.
+  /// Returns whether this process holds the lease now.
+  bool refresh_node(int64_t held, bool candidate);
+
+  /// Gives the leader lease up if this process holds it, and NOTIFYs the
+  /// other candidates (a graceful stop). Returns whether it held it.
+  bool resign();
 
   /// Deletes this process's row in worker_nodes (a graceful stop).
   void leave();
@@ -183,6 +189,9 @@ public:
   pqxx::connection_base& connection();
 
 private:
+  /// How long a leader's lease lasts past its last renewal, in seconds.
+  double leader_lease_seconds() const;
+
   /// Runs the runtime's statement `name` in `tx`: prepared on this
   /// connection, or (opts_.prepared_statements off) sent with its text.
   template <class... Args>

@@ -68,12 +68,15 @@ public:
                    [&] { return store_.wait_times(jobs); });
   }
 
-  caf::error refresh_node(int64_t held) override {
-    auto done = guarded("refreshing this process's row in worker_nodes", [&] {
-      store_.refresh_node(held);
-      return true;
-    });
-    return done ? caf::error{} : std::move(done.error());
+  caf::expected<bool> refresh_node(int64_t held, bool candidate) override {
+    return guarded("refreshing this process's row in worker_nodes and the "
+                   "leader lease",
+                   [&] { return store_.refresh_node(held, candidate); });
+  }
+
+  caf::expected<bool> resign() override {
+    return guarded("giving up the leader lease",
+                   [&] { return store_.resign(); });
   }
 
   caf::error leave() override {

@@ -654,7 +654,7 @@
         el('tbody', null, n.queues.map(q => el('tr', {'data-queue': q.queue}, el('td', null, q.queue),
           el('td', {class: 'num'}, num(q.concurrency)), el('td', {class: 'num'}, num(q.running)), el('td', {class: 'num'}, num(q.free))))))));
     const cluster = (data.cluster || []).map(n => el('tr', {'data-worker': n.worker_id},
-      el('td', null, n.node),
+      el('td', null, n.node, n.leader ? ' ' : null, n.leader ? el('span', {class: 'badge leader'}, 'leader') : null),
       el('td', {class: 'mono'}, n.worker_id),
       el('td', null, n.host + ' (pid ' + n.pid + ')'),
       el('td', null, n.version),
@@ -666,6 +666,7 @@
     return {content: [
       el('h1', null, 'Nodes'), cards,
       el('h2', null, 'Every worker process'),
+      el('p', {id: 'leader'}, data.leader ? ['Leader: ', el('span', {class: 'mono'}, data.leader)] : 'No process leads the cluster right now.'),
       el('table', {id: 'cluster'},
         el('thead', null, el('tr', null, el('th', null, 'node'), el('th', null, 'worker id'), el('th', null, 'host'),
           el('th', null, 'version'), el('th', null, 'started (UTC)'), el('th', null, 'last seen (UTC)'),

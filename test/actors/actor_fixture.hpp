@@ -32,6 +32,17 @@ namespace aw_test {
 
 using time_point = caf::actor_clock::time_point;
 
+/// The cluster_leader row, shared by the stub storages of several
+/// simulated processes: taken when free or expired, renewed by its holder
+/// for `ttl` (as storage/sql/node_refresh.sql does, on virtual time).
+struct leader_lease {
+  std::string holder;
+  time_point expires{};
+  std::chrono::milliseconds ttl{2000};
+  /// Every change of holder, in order ("" = resigned).
+  std::vector<std::string> history;
+};
+
 /// What the stub storage was asked, and how it answers.
 struct storage_script {
   /// Jobs due in the queue; claims take from here.
@@ -109,6 +120,12 @@ struct storage_script {
   std::vector<periodic_tick> ticks_enqueued;
   /// Answer periodic requests with ec::database_unavailable while true.
   bool fail_periodic = false;
+  /// The leader lease this process competes for, as `worker`; without one
+  /// every candidate leads. Refreshes and resigns fail while fail_nodes.
+  std::shared_ptr<leader_lease> lease;
+  std::string worker = "w1";
+  bool fail_nodes = false;
+  int resigns = 0;
 };
 
 /// A storage actor that answers from a script. Cleanup and the schema
@@ -236,8 +253,31 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       ++s->vacuums;
       return {};
     },
-    [=](node_atom, int64_t held) -> bool {
+    [=](node_atom, int64_t held, bool candidate) -> caf::result<bool> {
+      if (s->fail_nodes)
+        return make_error(ec::database_unavailable, "refresh_node failed");
       s->node_refreshes.push_back(held);
+      if (!s->lease)
+        return candidate;
+      auto& l = *s->lease;
+      auto now = self->clock().now();
+      if (candidate && (l.holder.empty() || l.holder == s->worker
+                        || l.expires < now)) {
+        if (l.holder != s->worker)
+          l.history.push_back(s->worker);
+        l.holder = s->worker;
+        l.expires = now + l.ttl;
+      }
+      return candidate && l.holder == s->worker;
+    },
+    [=](resign_atom) -> caf::result<bool> {
+      if (s->fail_nodes)
+        return make_error(ec::database_unavailable, "resign failed");
+      ++s->resigns;
+      if (!s->lease || s->lease->holder != s->worker)
+        return false;
+      s->lease->holder.clear();
+      s->lease->history.push_back("");
       return true;
     },
     [=](leave_atom) -> bool {

@@ -58,9 +58,11 @@ BOOST_AUTO_TEST_CASE(every_round_refreshes_the_node_row_busy_or_idle) {
   auto p = spawn_poller(3);
   run();
   spawn_keeper(p);
+  // At once: the process is in worker_nodes from its start.
+  BOOST_REQUIRE_EQUAL(script->node_refreshes.size(), 1u);
   advance(1s);
   // Busy: the row says how many jobs this process holds.
-  BOOST_REQUIRE_EQUAL(script->node_refreshes.size(), 1u);
+  BOOST_REQUIRE_EQUAL(script->node_refreshes.size(), 2u);
   BOOST_TEST(script->node_refreshes.back() == 3);
   for (int i = 1; i <= 3; ++i)
     dispatcher->complete(i);
@@ -68,7 +70,7 @@ BOOST_AUTO_TEST_CASE(every_round_refreshes_the_node_row_busy_or_idle) {
   advance(1s);
   advance(1s);
   // Idle: still refreshed every round, so the node stays alive.
-  BOOST_REQUIRE_EQUAL(script->node_refreshes.size(), 3u);
+  BOOST_REQUIRE_EQUAL(script->node_refreshes.size(), 4u);
   BOOST_TEST(script->node_refreshes.back() == 0);
 }
 

@@ -462,6 +462,9 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   BOOST_REQUIRE_EQUAL(nodes["cluster"].size(), 1u);
   BOOST_TEST(nodes["cluster"][0]["worker_id"] == nodes["nodes"][0]["worker_id"]);
   BOOST_TEST(nodes["cluster"][0]["alive"] == true);
+  // It is the only process, so it leads.
+  BOOST_TEST(nodes["cluster"][0]["leader"] == true);
+  BOOST_TEST(nodes["leader"] == nodes["nodes"][0]["worker_id"]);
   auto schedules = get(p, "/api/schedules").json();
   BOOST_TEST(schedules["schedules"].empty());
   BOOST_TEST(!schedules["note"].get<std::string>().empty());

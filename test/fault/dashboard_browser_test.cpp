@@ -471,6 +471,17 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
                         + "); return tr ? tr.querySelector('.c-alive')"
                           ".textContent : null;")
              == "alive");
+  // The only process leads: its row carries the badge, the page names it.
+  BOOST_TEST(browser.js("const tr = [...document.querySelectorAll('#cluster "
+                        "tbody tr')].find(tr => tr.dataset.worker === "
+                        + js_string(worker_id)
+                        + "); return tr !== undefined && "
+                          "tr.querySelector('.badge.leader') !== null;")
+             == true);
+  BOOST_TEST(contains(browser.js("return document.getElementById('leader')"
+                                 ".textContent;")
+                        .get<std::string>(),
+                      worker_id));
   browser.open(base + "/#/schedules");
   BOOST_REQUIRE(browser.wait_js(
     "return document.querySelector('#schedules tr[data-name=\"yearly_report\"]') !== null;"));

@@ -299,9 +299,9 @@ BOOST_AUTO_TEST_CASE(dead_letter_pages_groups_counts_and_group_actions) {
       for (std::string fp : {"", "user <n> not found"})
         for (int64_t budget : {100, 20000}) {
           aw::storage::dashboard_dead_letter_filter f;
-          f.queue = queue;
-          f.kind = kind;
-          f.fingerprint = fp;
+          f.match.queue = queue;
+          f.match.kind = kind;
+          f.match.fingerprint = fp;
           f.limit = 7;
           f.scan_budget = budget;
           std::vector<int64_t> got;
