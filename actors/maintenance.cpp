@@ -102,6 +102,8 @@ maintenance_behavior(maintenance_pointer self, maintenance_config cfg) {
   self->send(self, rescue_atom::value);
   if (self->state.cfg.sample_interval.count() > 0)
     self->send(self, sample_atom::value);
+  if (!self->state.cfg.periodic.schedules.empty())
+    self->spawn<caf::linked>(periodic_behavior, self->state.cfg.periodic);
   return {
     [self](cleanup_atom) { cleanup(self); },
     [self](rescue_atom) { rescue(self); },

@@ -23,6 +23,10 @@
 // their cursor on), and vacuuming a table of millions of rows every few
 // seconds would cost more than it saves.
 //
+// With [periodic.NAME] schedules it spawns the periodic scheduler
+// (actors/periodic.hpp), linked: the scheduler runs where and while
+// maintenance does, and a crash of either restarts both.
+//
 // It works over a storage actor (a connection) of its own, so neither a
 // vacuum nor a large rescue ever delays claims or heartbeats (a rescue
 // may wait behind a cleanup or vacuum statement on it).
@@ -32,6 +36,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actor_worker/actors/periodic.hpp"
 #include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/actors.hpp"
 
@@ -50,6 +55,9 @@ struct maintenance_config {
   /// Between samples of the queues' depth for the metrics
   /// (metrics.queue_stats_interval); 0 = never.
   std::chrono::milliseconds sample_interval{0};
+  /// The periodic scheduler's configuration; no schedules: none is
+  /// spawned.
+  periodic_scheduler_config periodic;
 };
 
 struct maintenance_state {

@@ -573,6 +573,14 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
       }
       return true;
     },
+    [self](periodic_atom) -> caf::result<std::vector<periodic_row>> {
+      return logged(self->state, "periodic_rows",
+                    self->state.store->periodic_rows());
+    },
+    [self](periodic_atom, const periodic_tick& tick) -> caf::result<int64_t> {
+      return logged(self->state, "enqueue_tick",
+                    self->state.store->enqueue_tick(tick));
+    },
     [self](flush_atom) { flush(self); },
   };
 }

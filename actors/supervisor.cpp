@@ -92,6 +92,8 @@ void spawn_maintenance(supervisor_pointer self) {
   mc.rescue_interval = st.cfg.config.worker.heartbeat_interval;
   mc.sample_interval = st.cfg.watcher ? st.cfg.sample_interval
                                       : std::chrono::milliseconds{0};
+  mc.periodic.store = st.ticker;
+  mc.periodic.schedules = st.cfg.config.periodic;
   st.maintenance = caf::actor_cast<maintenance_actor>(
     self->spawn<caf::linked>(maintenance_behavior, std::move(mc)));
 }
@@ -157,7 +159,7 @@ std::string component_of(supervisor_pointer self, const caf::actor_addr& a) {
   for (auto& c : st.completers)
     if (a == c.address())
       return "storage";
-  if (a == st.janitor.address())
+  if (a == st.janitor.address() || (st.ticker && a == st.ticker.address()))
     return "storage";
   return "";
 }
@@ -208,8 +210,11 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
   for (int i = 0; i < st.cfg.config.database.pool_size; ++i)
     st.completers.push_back(spawn_storage());
   st.claimer = st.completers.front();
-  // Maintenance works over a connection of its own.
+  // Maintenance works over a connection of its own, and so does the
+  // periodic scheduler it spawns.
   st.janitor = spawn_storage();
+  if (!st.cfg.config.periodic.empty())
+    st.ticker = spawn_storage();
   // Every component is linked: when the supervisor quits, they all do.
   // Their exits come here instead of killing the supervisor.
   self->set_exit_handler([self](caf::exit_msg& em) {

@@ -66,6 +66,9 @@ struct supervisor_state {
   std::vector<storage_actor> completers;
   /// Maintenance's connection: rescues, cleanup and vacuum.
   storage_actor janitor;
+  /// The periodic scheduler's connection (only with [periodic.NAME]
+  /// schedules; connects at its first statement).
+  storage_actor ticker;
   std::map<std::string, poller_actor> pollers;
   /// Opaque handles: the supervisor links them and stops them, and sends
   /// them nothing.

@@ -13,6 +13,7 @@
 
 #include "actor_worker/app/dashboard_assets.hpp"
 #include "actor_worker/app/dashboard_security.hpp"
+#include "actor_worker/app/periodic_status.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
 #include "actor_worker/messages/printable.hpp"
 #include "actor_worker/storage/admin_dead_letters.hpp"
@@ -20,6 +21,7 @@
 #include "actor_worker/storage/admin_nodes.hpp"
 #include "actor_worker/storage/admin_queues.hpp"
 #include "actor_worker/storage/dashboard.hpp"
+#include "actor_worker/storage/periodic.hpp"
 
 namespace aw {
 
@@ -429,13 +431,20 @@ struct dashboard::impl {
   }
 
   void schedules(const httplib::Request&, httplib::Response& res) {
+    // The configured schedules beside their rows (periodic_schedules).
+    auto rows = with_db([&](pqxx::connection& c) {
+      pqxx::read_transaction tx(c);
+      return storage::periodic_rows(tx);
+    });
     send_json(res, 200,
-              json{{"schedules", json::array()},
-                   {"note", "actor-worker has no periodic schedules yet: "
-                            "they come with the cluster feature (one leader "
-                            "enqueues each run). Until then, enqueue "
-                            "periodic jobs from cron with `actor-worker "
-                            "enqueue --unique`."}});
+              json{{"schedules",
+                    periodic_status(cfg.periodic, rows,
+                                    std::chrono::system_clock::now())},
+                   {"note", "Each tick of a [periodic.NAME] schedule is "
+                            "enqueued once across the cluster, by the node "
+                            "that runs maintenance. Times are UTC; a "
+                            "schedule's cron fields are read in its time "
+                            "zone."}});
   }
 
   void jobs(const httplib::Request& req, httplib::Response& res) {

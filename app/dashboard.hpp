@@ -12,7 +12,9 @@
 //   GET  /api/nodes          this node (worker id, queues, concurrency,
 //                            running, kinds) and every registered process
 //                            of the cluster (worker_nodes)
-//   GET  /api/schedules      periodic schedules (none yet)
+//   GET  /api/schedules      the periodic schedules ([periodic.NAME]) with
+//                            their last and next tick
+//                            (app/periodic_status.hpp)
 //   GET  /api/jobs?state=&queue=&kind=&before=&limit=   a keyset page
 //   GET  /api/jobs/ID        one job (and its dead letter, if any)
 //   GET  /api/dead-letters?queue=&kind=&fingerprint=&before=&limit=

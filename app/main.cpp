@@ -190,6 +190,13 @@ int main(int argc, char** argv) {
   auto* resume_cmd = add_command(queues_cmd, "resume",
                                  "resume QUEUE on every node at once");
   resume_cmd->add_option("QUEUE", control_queue, "the queue")->required();
+  bool periodic_json = false;
+  auto* periodic_cmd = add_command(
+    &app, "periodic",
+    "list the periodic schedules ([periodic.NAME]) with their last and next "
+    "run");
+  periodic_cmd->add_flag("--json", periodic_json,
+                         "a JSON array of objects (keys in the README)");
   bool check_json = false;
   auto* check_cmd = add_command(
     &app, "check",
@@ -410,6 +417,8 @@ int main(int argc, char** argv) {
       return control_queue_cmd(cfg, control_queue, false);
     if (*queues_cmd)
       return list_queues(cfg, queues_json);
+    if (*periodic_cmd)
+      return list_periodic(cfg, periodic_json);
     if (*enqueue_cmd)
       return enqueue_job(cfg, enq);
     if (*list_cmd)

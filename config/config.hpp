@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "actor_worker/config/cron.hpp"
 #include "actor_worker/config/defaults.hpp"
 
 namespace aw {
@@ -231,6 +232,55 @@ struct log_config {
   std::string format = defaults::log_format;
 };
 
+/// [periodic.NAME] catch_up: what a scheduler does with ticks that passed
+/// while no scheduler ran (every node down, a database outage, a leader
+/// hand-over), or that it handled later than
+/// defaults::periodic_misfire_grace.
+enum class catch_up_policy {
+  /// Enqueue the one most recent missed tick (however many were missed),
+  /// then go on with the schedule.
+  latest,
+  /// Enqueue none of them; the next tick is the first after now.
+  none,
+};
+
+/// "latest" or "none".
+const char* to_string(catch_up_policy p);
+
+/// [periodic.NAME]: a job enqueued on a cron schedule, once per tick across
+/// the whole cluster (see README "Periodic jobs" and actors/periodic.hpp).
+/// A cluster's schedules are the top level's: every node has the same.
+struct periodic_config {
+  /// The section's name: the schedule's identity (periodic_schedules.name).
+  std::string name;
+  /// Where the section starts ("cluster.toml:40"), for messages.
+  std::string where;
+  /// `cron`: the expression as written (config/cron.hpp); required.
+  std::string cron;
+  /// `timezone`: the IANA zone the fields are read in.
+  std::string timezone = defaults::periodic_timezone;
+  /// `kind`: the job kind enqueued; required.
+  std::string kind;
+  /// `args`: the job's args, an inline table, as JSON text ("{}" when the
+  /// section has none).
+  std::string args_json = "{}";
+  /// `queue`: the queue the job goes to.
+  std::string queue = defaults::periodic_queue;
+  /// `priority`: the job's priority (lower runs first).
+  int priority = defaults::periodic_priority;
+  /// `catch_up`: "latest" (default) or "none".
+  catch_up_policy catch_up = catch_up_policy::latest;
+
+  /// `cron` in `timezone`, parsed (the loader checked both; throws
+  /// std::invalid_argument if they were changed since).
+  cron_schedule schedule() const;
+  /// What identifies the ticks: the expression and the zone. A schedule
+  /// whose spec changed starts afresh (no catch-up of the old one's ticks).
+  std::string spec() const {
+    return cron + " @ " + timezone;
+  }
+};
+
 /// A whole node's configuration.
 struct runtime_config {
   database_config database;
@@ -241,6 +291,8 @@ struct runtime_config {
   std::vector<queue_config> queues;
   /// [kinds.NAME]: job kinds run as commands or over HTTP, sorted by name.
   std::vector<kind_config> kinds;
+  /// [periodic.NAME]: jobs enqueued on cron schedules, sorted by name.
+  std::vector<periodic_config> periodic;
   http_config http;
   metrics_config metrics;
   log_config log;

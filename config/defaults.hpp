@@ -221,6 +221,39 @@ constexpr size_t http_min_token_length = 16;
 /// Log line format ([log] format): "text" or "json".
 constexpr const char* log_format = "text";
 
+/// [periodic.NAME] timezone: cron fields are read in UTC unless a
+/// schedule names its zone. UTC has no daylight saving time, so no tick is
+/// moved or merged (see config/cron.hpp).
+constexpr const char* periodic_timezone = "UTC";
+
+/// [periodic.NAME] catch_up: "latest" (after downtime, enqueue the one most
+/// recent missed tick) or "none". A job that runs once after an outage is
+/// what most periodic work (reports, syncs, cleanups) wants; it never
+/// floods the queue with every tick of the outage.
+constexpr const char* periodic_catch_up = "latest";
+
+/// The queue and priority of a periodic job whose schedule names none:
+/// those of any enqueue.
+constexpr const char* periodic_queue = queue;
+constexpr int periodic_priority = 0;
+
+/// A tick handled this long after its time is still on time (a timer that
+/// fired late on a busy machine, a slow commit, a database blip); older,
+/// it counts as missed, and catch_up decides. Long enough that a loaded
+/// node never drops a tick, short enough that "none" means none after a
+/// real outage.
+constexpr std::chrono::milliseconds periodic_misfire_grace = 10s;
+
+/// The periodic scheduler sleeps until the next tick, but at most this
+/// long: then it looks at the clock again, so a wall clock that was set
+/// back or forward (NTP) delays no tick by more than this.
+constexpr std::chrono::milliseconds periodic_max_sleep = 60s;
+
+/// How far the cron search looks for a tick, in years: past this, a
+/// schedule has no next tick. A Feb 29 comes within 8 years (2096, then
+/// 2104); every satisfiable expression matches well within this.
+constexpr int cron_search_years = 30;
+
 /// The channel the NOTIFY trigger and the listener share.
 constexpr const char* notify_channel = "actor_worker_jobs";
 

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include <unistd.h>
@@ -393,7 +394,104 @@ void read_kinds(const std::string& source, const toml::table& kinds,
   }
 }
 
+/// A kind or queue name as enqueue accepts it (storage/enqueue.cpp says
+/// the same): 1 to max_name_length bytes, no control characters.
+void check_name(const std::string& source, const toml::node& node,
+                const std::string& key, const std::string& name,
+                const char* what) {
+  if (name.empty() || name.size() > defaults::max_name_length
+      || std::any_of(name.begin(), name.end(), [](char c) {
+           return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+         }))
+    throw config_error(where(source, node, key) + ": a " + what
+                       + " name must be 1 to "
+                       + std::to_string(defaults::max_name_length)
+                       + " bytes without control characters");
+}
+
+/// [periodic.NAME] tables.
+void read_periodic(const std::string& source, const toml::table& schedules,
+                   runtime_config& cfg) {
+  for (auto&& [key, value] : schedules) {
+    std::string name{key.str()};
+    const std::string section = "periodic." + name;
+    const std::string p = section + ".";
+    if (!value.is_table())
+      throw config_error(where(source, value, section)
+                         + ": expected a table ([" + section + "])");
+    check_name(source, value, section, name, "schedule");
+    auto& t = *value.as_table();
+    reject_unknown(source, t, p,
+                   {"cron", "kind", "args", "queue", "priority", "timezone",
+                    "catch_up"});
+    periodic_config pc;
+    pc.name = name;
+    pc.where = source + ":" + std::to_string(value.source().begin.line);
+    for (auto* required : {"cron", "kind"})
+      if (!t.contains(required))
+        throw config_error(where(source, value, section) + ": missing key '"
+                           + required + "'");
+    read_string(source, t, p, "cron", pc.cron);
+    cron_expression expression;
+    try {
+      expression = cron_expression::parse(pc.cron);
+    } catch (const std::invalid_argument& e) {
+      throw config_error(where(source, *t.get("cron"), p + "cron")
+                         + ": invalid cron expression \"" + pc.cron
+                         + "\": " + e.what());
+    }
+    read_string(source, t, p, "timezone", pc.timezone);
+    try {
+      check_time_zone(pc.timezone);
+    } catch (const std::invalid_argument& e) {
+      throw config_error(where(source, at(t, "timezone"), p + "timezone")
+                         + ": " + e.what());
+    }
+    read_string(source, t, p, "kind", pc.kind);
+    check_name(source, *t.get("kind"), p + "kind", pc.kind, "kind");
+    if (auto args = t.get("args")) {
+      if (!args->is_table())
+        throw config_error(where(source, *args, p + "args")
+                           + ": expected a table such as { to = \"ops\", "
+                             "days = 7 } (the job's args)");
+      std::ostringstream json;
+      json << toml::json_formatter{*args->as_table()};
+      pc.args_json = json.str();
+    }
+    read_string(source, t, p, "queue", pc.queue);
+    if (t.contains("queue"))
+      check_name(source, *t.get("queue"), p + "queue", pc.queue, "queue");
+    read_int(source, t, p, "priority", pc.priority,
+             std::numeric_limits<int32_t>::min(),
+             std::numeric_limits<int32_t>::max());
+    std::string catch_up = to_string(pc.catch_up);
+    read_string(source, t, p, "catch_up", catch_up);
+    if (catch_up == "latest")
+      pc.catch_up = catch_up_policy::latest;
+    else if (catch_up == "none")
+      pc.catch_up = catch_up_policy::none;
+    else
+      throw config_error(where(source, at(t, "catch_up"), p + "catch_up")
+                         + ": expected \"latest\" (enqueue the most recent "
+                           "missed tick after downtime) or \"none\", got \""
+                         + catch_up + "\"");
+    cfg.periodic.push_back(std::move(pc));
+  }
+  std::sort(cfg.periodic.begin(), cfg.periodic.end(),
+            [](const periodic_config& a, const periodic_config& b) {
+              return a.name < b.name;
+            });
+}
+
 } // namespace
+
+const char* to_string(catch_up_policy p) {
+  return p == catch_up_policy::none ? "none" : "latest";
+}
+
+cron_schedule periodic_config::schedule() const {
+  return cron_schedule{cron_expression::parse(cron), timezone};
+}
 
 void resolve_header_variables(http_kind_config& kind) {
   for (auto& h : kind.headers) {
@@ -911,7 +1009,7 @@ runtime_config read_top_level(const toml::table& root,
   runtime_config cfg;
   reject_unknown(source, root, "",
                  {"database", "worker", "scheduler", "queues", "kinds",
-                  "http", "metrics", "log", "cluster", "nodes"});
+                  "periodic", "http", "metrics", "log", "cluster", "nodes"});
   if (auto db = sub_table(source, root, "database", "")) {
     reject_unknown(source, *db, "database.",
                    {"url", "pool_size", "pooler", "listen_url"});
@@ -954,6 +1052,8 @@ runtime_config read_top_level(const toml::table& root,
   }
   if (auto ks = sub_table(source, root, "kinds", ""))
     read_kinds(source, *ks, cfg);
+  if (auto ps = sub_table(source, root, "periodic", ""))
+    read_periodic(source, *ps, cfg);
   if (auto h = sub_table(source, root, "http", "")) {
     reject_unknown(source, *h, "http.",
                    {"listen", "dashboard", "token", "token_env",
@@ -1134,6 +1234,28 @@ cluster_config parse_cluster(const std::string& toml_text,
               [](const node_config& a, const node_config& b) {
                 return a.name < b.name;
               });
+    // A periodic job goes to a queue some node serves, or nothing in the
+    // cluster would ever run it.
+    for (auto& pc : out.defaults.periodic) {
+      bool served = false;
+      for (auto& n : out.nodes)
+        for (auto& q : n.config.queues)
+          served = served || q.name == pc.queue;
+      if (served)
+        continue;
+      std::string key = "periodic." + pc.name + ".queue";
+      auto node = find_key(root, key);
+      if (!node) {
+        key = "periodic." + pc.name;
+        node = find_key(root, key);
+      }
+      std::string names;
+      for (auto& n : out.nodes)
+        names += (names.empty() ? "" : ", ") + n.name;
+      throw config_error(where(source, *node, key) + ": queue '" + pc.queue
+                         + "' is served by none of the nodes (" + names
+                         + "): its periodic jobs would never run");
+    }
   }
   return out;
 }

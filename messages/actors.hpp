@@ -18,6 +18,7 @@
 
 #include "actor_worker/messages/atoms.hpp"
 #include "actor_worker/messages/job.hpp"
+#include "actor_worker/messages/periodic.hpp"
 
 namespace aw {
 
@@ -125,7 +126,13 @@ using storage_actor = caf::typed_actor<
   // Writes this node's configured global_concurrency and rate_limit of the
   // queues it serves into queue_controls (before the pollers start);
   // replies with one line per limit it changed.
-  caf::replies_to<controls_atom>::with<std::vector<std::string>>>;
+  caf::replies_to<controls_atom>::with<std::vector<std::string>>,
+  // Every row of periodic_schedules.
+  caf::replies_to<periodic_atom>::with<std::vector<periodic_row>>,
+  // Takes this tick of its schedule and enqueues its job, in one
+  // transaction: replies with the job's id, or 0 when another scheduler
+  // took the tick (or a later one) first.
+  caf::replies_to<periodic_atom, periodic_tick>::with<int64_t>>;
 
 /// What only a storage actor sends itself.
 using storage_internal = storage_actor::extend<
@@ -212,6 +219,20 @@ using maintenance_internal = caf::typed_actor<
   caf::reacts_to<rescue_atom>,
   // Time for the next sample of the queues' depth (metrics).
   caf::reacts_to<sample_atom>>;
+
+/// Enqueues the ticks of the [periodic.NAME] schedules, each exactly once
+/// across the cluster, waking at the next tick. Spawned by maintenance and
+/// linked to it: it runs where and while maintenance runs. Nothing else
+/// sends it anything.
+using periodic_actor = opaque_actor;
+
+/// What only the periodic scheduler sends itself.
+using periodic_internal = caf::typed_actor<
+  // Read the schedules' rows (at start, and again after a failed enqueue).
+  caf::reacts_to<load_atom>,
+  // The timer of generation `gen`: enqueue what is due, sleep until the
+  // next tick.
+  caf::reacts_to<tick_atom, uint64_t>>;
 
 /// Holds the LISTEN connection and turns NOTIFYs into wake-ups (and
 /// cancel requests of `jobs cancel`, pauses and resumes of `queues`).

@@ -74,6 +74,11 @@ using vacuum_atom = caf::atom_constant<caf::atom("vacuum")>;
 using node_atom = caf::atom_constant<caf::atom("node")>;
 /// Delete this process's row in worker_nodes (a graceful stop).
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
+/// Read the periodic schedules' rows, or enqueue a tick (storage); the
+/// periodic scheduler's load and retry.
+using periodic_atom = caf::atom_constant<caf::atom("periodic")>;
+/// Load the periodic schedules' rows (the scheduler sends it to itself).
+using load_atom = caf::atom_constant<caf::atom("load")>;
 /// Sample the queues' depth for the metrics.
 using sample_atom = caf::atom_constant<caf::atom("sample")>;
 /// Try to take the leader lease now (the leader resigned).

@@ -7,6 +7,7 @@ packages=(
   g++ cmake make pkg-config ccache
   libcaf-dev libpqxx-dev libspdlog-dev libtomlplusplus-dev nlohmann-json3-dev
   libcli11-dev libboost-test-dev libcurl4-openssl-dev libcpp-httplib-dev
+  libhowardhinnant-date-dev tzdata
   prometheus-cpp-dev prometheus
   postgresql postgresql-client gawk
   pgbouncer

@@ -23,6 +23,7 @@
 #include "actor_worker/messages/enqueue_request.hpp"
 #include "actor_worker/messages/job.hpp"
 #include "actor_worker/messages/observer.hpp"
+#include "actor_worker/messages/periodic.hpp"
 
 namespace aw::storage {
 
@@ -146,6 +147,14 @@ public:
   virtual caf::expected<queue_samples> sample_queues() {
     return queue_samples{};
   }
+  /// Every row of periodic_schedules (the periodic scheduler's start).
+  virtual caf::expected<std::vector<periodic_row>> periodic_rows() = 0;
+
+  /// Takes `tick` of its schedule and enqueues its job in one transaction;
+  /// the job's id, or 0 when another scheduler took this tick or a later
+  /// one (storage/periodic.hpp).
+  virtual caf::expected<int64_t> enqueue_tick(const periodic_tick& tick) = 0;
+
   /// Verifies every table, column and function the statements use:
   /// ec::schema_outdated lists what is missing.
   virtual caf::error check_schema() = 0;

@@ -1,6 +1,9 @@
 #include "actor_worker/storage/pg_backend.hpp"
 
+#include <pqxx/pqxx>
+
 #include "actor_worker/storage/db_error.hpp"
+#include "actor_worker/storage/periodic.hpp"
 #include "actor_worker/storage/schema_check.hpp"
 
 namespace aw::storage {
@@ -92,6 +95,22 @@ public:
   caf::expected<queue_samples> sample_queues() override {
     return guarded("sampling the queues' depth",
                    [&] { return store_.sample_queues(); });
+  }
+
+  caf::expected<std::vector<periodic_row>> periodic_rows() override {
+    return guarded("reading periodic_schedules", [&] {
+      pqxx::read_transaction tx(store_.connection(), "aw_periodic_rows");
+      return storage::periodic_rows(tx);
+    });
+  }
+
+  caf::expected<int64_t> enqueue_tick(const periodic_tick& tick) override {
+    return guarded("enqueueing a periodic tick", [&] {
+      pqxx::work tx(store_.connection(), "aw_periodic_tick");
+      auto id = enqueue_periodic_tick(tx, tick);
+      tx.commit();
+      return id;
+    });
   }
 
   caf::expected<std::vector<rescued_job>> rescue(int limit) override {

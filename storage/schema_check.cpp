@@ -36,6 +36,8 @@ const std::vector<required_table>& required_schema() {
     {"worker_nodes",
      {"worker_id", "node", "host", "pid", "version", "started_at",
       "last_seen_at", "queues", "running", "leader"}},
+    {"periodic_schedules",
+     {"name", "spec", "last_tick", "last_job_id", "enqueued_at"}},
     {"cluster_leader",
      {"singleton", "worker_id", "node", "elected_at", "renewed_at",
       "expires_at"}},

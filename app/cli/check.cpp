@@ -4,9 +4,14 @@
 
 #include "actor_worker/app/cli/cli.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
+
+#include "actor_worker/app/builtin_kinds.hpp"
+#include "actor_worker/app/registry.hpp"
 
 namespace aw::cli {
 
@@ -69,6 +74,39 @@ std::string summary(const nlohmann::json& node) {
   return out;
 }
 
+/// The [periodic.NAME] schedules (the same on every node), each with its
+/// next tick and, when the binary cannot run its kind (neither built in
+/// nor a [kinds.NAME]), a note saying so.
+nlohmann::json describe_periodic(const runtime_config& cfg) {
+  registry builtin;
+  register_builtin_kinds(builtin, "postgresql:///unused");
+  auto known = builtin.kinds();
+  for (auto& k : cfg.kinds)
+    known.push_back(k.name);
+  nlohmann::json out = nlohmann::json::array();
+  auto now = std::chrono::system_clock::now();
+  for (auto& p : cfg.periodic) {
+    auto next = p.schedule().next_after(now);
+    nlohmann::json one{{"name", p.name},
+                       {"cron", p.cron},
+                       {"timezone", p.timezone},
+                       {"kind", p.kind},
+                       {"queue", p.queue},
+                       {"priority", p.priority},
+                       {"catch_up", to_string(p.catch_up)},
+                       {"next_tick", next ? nlohmann::json(format_utc(*next))
+                                          : nlohmann::json(nullptr)}};
+    if (std::find(known.begin(), known.end(), p.kind) == known.end())
+      one["note"] = "kind '" + p.kind
+                    + "' is neither built in nor a [kinds.NAME]: a process "
+                      "that registers it (an embedding application) must "
+                      "serve queue '"
+                    + p.queue + "'";
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
 } // namespace
 
 int check_config(const std::string& file, bool json) {
@@ -80,10 +118,12 @@ int check_config(const std::string& file, bool json) {
     nodes.push_back(describe(cluster.defaults.worker.node, cluster.defaults));
   for (auto& n : cluster.nodes)
     nodes.push_back(describe(n.name, n.config));
+  auto periodic = describe_periodic(cluster.defaults);
   if (json) {
     std::cout << nlohmann::json{{"file", file},
                                 {"cluster", cluster.name},
-                                {"nodes", nodes}}
+                                {"nodes", nodes},
+                                {"periodic", periodic}}
                    .dump(2)
               << "\n";
     return exit_ok;
@@ -96,6 +136,19 @@ int check_config(const std::string& file, bool json) {
             << "\n";
   for (auto& n : nodes)
     std::cout << "  " << summary(n) << "\n";
+  for (auto& p : periodic) {
+    std::cout << "  periodic " << p["name"].get<std::string>() << ": cron \""
+              << p["cron"].get<std::string>() << "\" ("
+              << p["timezone"].get<std::string>() << "), kind "
+              << p["kind"].get<std::string>() << ", queue "
+              << p["queue"].get<std::string>() << ", catch_up "
+              << p["catch_up"].get<std::string>() << ", next tick "
+              << (p["next_tick"].is_null() ? std::string{"none"}
+                                           : p["next_tick"].get<std::string>())
+              << "\n";
+    if (p.contains("note"))
+      std::cout << "    note: " << p["note"].get<std::string>() << "\n";
+  }
   return exit_ok;
 }
 

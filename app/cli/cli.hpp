@@ -48,6 +48,10 @@ int list_queues(const runtime_config& cfg, bool json);
 int control_queue_cmd(const runtime_config& cfg, const std::string& queue,
                       bool pause);
 
+/// `periodic [--json]`: the configured periodic schedules with their last
+/// and next run (app/periodic_status.hpp has the JSON keys).
+int list_periodic(const runtime_config& cfg, bool json);
+
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);
 

@@ -696,8 +696,28 @@
 
   async function pageSchedules() {
     const data = await api('/api/schedules');
+    const tick = t => t ? t.replace('T', ' ').replace('Z', '') : null;
+    const rows = data.schedules.map(s => el('tr', {'data-name': s.name},
+      el('td', {class: 'c-name mono'}, s.name),
+      el('td', {class: 'c-cron mono'}, s.cron),
+      el('td', {class: 'c-timezone'}, s.timezone || ''),
+      el('td', {class: 'c-kind mono'}, s.kind || ''),
+      el('td', {class: 'c-queue'}, s.queue || ''),
+      el('td', {class: 'num'}, s.priority === null ? '' : num(s.priority)),
+      el('td', {class: 'c-catch-up'}, s.catch_up || ''),
+      el('td', {class: 'c-last'}, tick(s.last_tick) || 'never',
+        s.changed ? el('div', {class: 'muted'}, 'before the schedule changed') : null),
+      el('td', {class: 'c-job'}, s.last_job_id ? link('#/job/' + s.last_job_id, String(s.last_job_id)) : ''),
+      el('td', {class: 'c-next'}, s.configured ? (tick(s.next_tick) || 'none')
+        : el('span', {class: 'badge state-dead_lettered'}, 'not configured'))));
     return {content: [el('h1', null, 'Periodic schedules'),
-      data.schedules.length ? null : el('div', {class: 'card empty', id: 'schedules-empty'}, data.note)]};
+      rows.length ? el('table', {id: 'schedules'},
+        el('thead', null, el('tr', null, el('th', null, 'name'), el('th', null, 'cron'), el('th', null, 'time zone'),
+          el('th', null, 'kind'), el('th', null, 'queue'), el('th', {class: 'num'}, 'priority'), el('th', null, 'catch up'),
+          el('th', null, 'last tick (UTC)'), el('th', null, 'job'), el('th', null, 'next tick (UTC)'))),
+        el('tbody', null, rows))
+        : el('div', {class: 'card empty', id: 'schedules-empty'}, 'No periodic schedules: add [periodic.NAME] sections to the configuration.'),
+      el('p', {class: 'muted'}, data.note)]};
   }
 
   async function pageAudit(params) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -108,6 +109,17 @@ struct storage_script {
   /// worker_nodes refreshes (the jobs held at each) and deletions.
   std::vector<int64_t> node_refreshes;
   int leaves = 0;
+  /// periodic_schedules as the stub keeps it, by name: a tick is taken
+  /// only when it is after the row's last_tick, as the database does.
+  std::map<std::string, periodic_row> periodic;
+  /// Reads of periodic_schedules, and every tick asked to be enqueued
+  /// with the virtual time it came; those taken (a job enqueued).
+  int periodic_loads = 0;
+  std::vector<periodic_tick> ticks_asked;
+  std::vector<time_point> tick_times;
+  std::vector<periodic_tick> ticks_enqueued;
+  /// Answer periodic requests with ec::database_unavailable while true.
+  bool fail_periodic = false;
   /// The leader lease this process competes for, as `worker`; without one
   /// every candidate leads. Refreshes and resigns fail while fail_nodes.
   std::shared_ptr<leader_lease> lease;
@@ -322,6 +334,28 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         BOOST_FAIL("the poller must not sample the queues");
       ++s->samples;
       return 0;
+    },
+    [=](periodic_atom) -> caf::result<std::vector<periodic_row>> {
+      ++s->periodic_loads;
+      if (s->fail_periodic)
+        return aw::make_error(aw::ec::database_unavailable, "stub: down");
+      std::vector<periodic_row> rows;
+      for (auto& [name, row] : s->periodic)
+        rows.push_back(row);
+      return rows;
+    },
+    [=](periodic_atom, const periodic_tick& tick) -> caf::result<int64_t> {
+      s->ticks_asked.push_back(tick);
+      s->tick_times.push_back(self->clock().now());
+      if (s->fail_periodic)
+        return aw::make_error(aw::ec::database_unavailable, "stub: down");
+      auto i = s->periodic.find(tick.name);
+      if (i != s->periodic.end() && i->second.last_tick >= tick.tick)
+        return int64_t{0};
+      auto id = s->next_id++;
+      s->periodic[tick.name] = periodic_row{tick.name, tick.spec, tick.tick, id, ""};
+      s->ticks_enqueued.push_back(tick);
+      return id;
     },
     [=](check_atom) -> bool {
       BOOST_FAIL("the poller must not run the schema check");

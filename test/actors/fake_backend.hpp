@@ -122,6 +122,16 @@ public:
     return std::vector<std::string>{};
   }
 
+  caf::expected<std::vector<aw::periodic_row>> periodic_rows() override {
+    return std::vector<aw::periodic_row>{};
+  }
+
+  caf::expected<int64_t> enqueue_tick(const aw::periodic_tick&) override {
+    return aw::make_error(aw::ec::database_error,
+                          "enqueueing a periodic tick: the fake backend has "
+                          "no periodic_schedules");
+  }
+
   caf::error check_schema() override {
     return {};
   }

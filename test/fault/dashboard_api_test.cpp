@@ -532,6 +532,49 @@ BOOST_AUTO_TEST_CASE(queue_pause_and_resume_are_audited_actions) {
   BOOST_TEST(audit[2]["outcome"] == "refused: unknown queue");
 }
 
+BOOST_AUTO_TEST_CASE(schedules_page_lists_the_periodic_schedules_with_their_runs) {
+  fault_env env{"dash_schedules"};
+  db_session db{env.url()};
+  port_reservation http;
+  worker_timings t;
+  t.extra_toml = http_toml(http.port(), "")
+                 + "[periodic.beat]\ncron = \"* * * * * *\"\nkind = \"noop\"\n"
+                   "[periodic.nightly]\ncron = \"30 2 * * *\"\nkind = \"report\"\n"
+                   "timezone = \"America/New_York\"\ncatch_up = \"none\"\n";
+  // A row left by a schedule no longer in the file.
+  db.exec("INSERT INTO periodic_schedules (name, spec, last_tick, last_job_id) "
+          "VALUES ('gone', '@daily @ UTC', '2026-01-01T00:00:00Z', 7)");
+  auto w = env.start_worker("A", t);
+  wait_ready(http.port());
+  BOOST_REQUIRE(wait_until(
+    [&] {
+      return db.scalar("SELECT count(*) FROM jobs WHERE metadata->>'periodic' = 'beat'") > 0;
+    },
+    60s));
+  auto data = get(http.port(), "/api/schedules").json();
+  auto& list = data["schedules"];
+  BOOST_REQUIRE_EQUAL(list.size(), 3u);
+  BOOST_TEST(list[0]["name"] == "beat");
+  BOOST_TEST(list[0]["configured"] == true);
+  BOOST_TEST(list[0]["cron"] == "* * * * * *");
+  BOOST_TEST(list[0]["kind"] == "noop");
+  BOOST_TEST(list[0]["last_tick"].is_string());
+  BOOST_TEST(list[0]["last_job_id"].get<int64_t>()
+             == db.scalar("SELECT last_job_id FROM periodic_schedules WHERE name = 'beat'"));
+  BOOST_TEST(list[0]["next_tick"].is_string());
+  BOOST_TEST(list[1]["name"] == "nightly");
+  BOOST_TEST(list[1]["timezone"] == "America/New_York");
+  BOOST_TEST(list[1]["catch_up"] == "none");
+  BOOST_TEST(list[1]["last_tick"].is_null());
+  BOOST_TEST(list[2]["name"] == "gone");
+  BOOST_TEST(list[2]["configured"] == false);
+  BOOST_TEST(list[2]["last_tick"] == "2026-01-01T00:00:00Z");
+  BOOST_TEST(list[2]["next_tick"].is_null());
+  BOOST_TEST(!data["note"].get<std::string>().empty());
+  // The removed schedule is not enqueued.
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE metadata->>'periodic' = 'gone'") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(dashboard_off_serves_the_probes_only) {
   fault_env env{"dash_off"};
   port_reservation http;

@@ -181,7 +181,11 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   worker_timings t;
   t.concurrency = 4;
   t.extra_toml = http_toml(http.port(), "token = \"" + token + "\"\n")
-                 + "\n[queues.mail]\nconcurrency = 2\n";
+                 + "\n[queues.mail]\nconcurrency = 2\n"
+                 // A schedule that does not tick during the test (its
+                 // jobs would change the counts above).
+                   "\n[periodic.yearly_report]\ncron = \"0 3 1 1 *\"\n"
+                   "kind = \"report\"\n";
   auto w = env.start_worker("A", t);
   const std::string base = "http://127.0.0.1:" + std::to_string(http.port());
   BOOST_REQUIRE(wait_until(
@@ -479,7 +483,19 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
                         .get<std::string>(),
                       worker_id));
   browser.open(base + "/#/schedules");
-  BOOST_TEST(browser.wait_js("return document.getElementById('schedules-empty') !== null;"));
+  BOOST_REQUIRE(browser.wait_js(
+    "return document.querySelector('#schedules tr[data-name=\"yearly_report\"]') !== null;"));
+  BOOST_TEST(browser.js("return document.querySelector('#schedules tr[data-name="
+                        "\"yearly_report\"] .c-cron').textContent;")
+             == "0 3 1 1 *");
+  BOOST_TEST(contains(browser.js("return document.querySelector('#schedules "
+                                 "tr[data-name=\"yearly_report\"] .c-next')"
+                                 ".textContent;")
+                        .get<std::string>(),
+                      "-01-01 03:00:00"));
+  BOOST_TEST(browser.js("return document.querySelector('#schedules tr[data-name="
+                        "\"yearly_report\"] .c-last').textContent;")
+             == "never");
 }
 
 BOOST_AUTO_TEST_CASE(a_queue_is_paused_and_resumed_from_the_queues_page) {
