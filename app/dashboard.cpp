@@ -168,6 +168,18 @@ int64_t param_int(const httplib::Request& req, const char* name,
   return parse_int(text, name, min, max);
 }
 
+/// Where a keyset page starts (`before`: ids below it; 0 = the newest)
+/// and how many rows it has (`limit`: 1 to 500, default 50).
+struct page_params {
+  int64_t before = 0;
+  int64_t limit = 50;
+};
+
+page_params page_of(const httplib::Request& req) {
+  return {param_int(req, "before", 0, 0, std::numeric_limits<int64_t>::max()),
+          param_int(req, "limit", 50, 1, 500)};
+}
+
 /// A text filter: at most 1,000 bytes (names are at most 200; a
 /// fingerprint 300 characters).
 std::string param_text(const httplib::Request& req, const char* name) {
@@ -461,9 +473,9 @@ struct dashboard::impl {
     }
     f.queue = param_text(req, "queue");
     f.kind = param_text(req, "kind");
-    f.before = param_int(req, "before", 0, 0,
-                         std::numeric_limits<int64_t>::max());
-    f.limit = param_int(req, "limit", 50, 1, 500);
+    auto page_at = page_of(req);
+    f.before = page_at.before;
+    f.limit = page_at.limit;
     auto page = with_db([&](pqxx::connection& c) {
       return storage::dashboard_jobs(c, f);
     });
@@ -497,9 +509,9 @@ struct dashboard::impl {
   void dead_letters(const httplib::Request& req, httplib::Response& res) {
     storage::dashboard_dead_letter_filter f;
     f.match = dead_letter_filter_of(req);
-    f.before = param_int(req, "before", 0, 0,
-                         std::numeric_limits<int64_t>::max());
-    f.limit = param_int(req, "limit", 50, 1, 500);
+    auto page_at = page_of(req);
+    f.before = page_at.before;
+    f.limit = page_at.limit;
     auto page = with_db([&](pqxx::connection& c) {
       return storage::dashboard_dead_letters(c, f);
     });
@@ -533,11 +545,9 @@ struct dashboard::impl {
   }
 
   void audit(const httplib::Request& req, httplib::Response& res) {
-    auto before = param_int(req, "before", 0, 0,
-                            std::numeric_limits<int64_t>::max());
-    auto limit = param_int(req, "limit", 50, 1, 500);
+    auto at = page_of(req);
     auto page = with_db([&](pqxx::connection& c) {
-      return storage::audit_log_page(c, before, limit);
+      return storage::audit_log_page(c, at.before, at.limit);
     });
     send_json(res, 200, page_json("entries", page));
   }
