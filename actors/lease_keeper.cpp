@@ -49,9 +49,11 @@ void set_leader(lease_keeper_pointer self, bool leader) {
   st.leader = leader;
   if (leader)
     spdlog::info("this process is now the cluster's leader: it runs the "
-                 "cluster's maintenance");
+                 "cluster's maintenance{}",
+                 st.cfg.log_suffix);
   else if (was_told)
-    spdlog::info("this process is no longer the cluster's leader");
+    spdlog::info("this process is no longer the cluster's leader{}",
+                 st.cfg.log_suffix);
   if (st.cfg.leadership)
     self->send(st.cfg.leadership, leader_atom::value, leader);
 }

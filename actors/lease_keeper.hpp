@@ -24,6 +24,7 @@
 // graceful stop `resign` ends the candidacy and gives the lease up.
 
 #include <chrono>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct lease_keeper_config {
   /// Told whether this node is the cluster's leader; none = this node is
   /// no candidate (it only refreshes its worker_nodes row).
   leadership_actor leadership;
+  /// Appended to its log lines: "" with one database, " (database
+  /// 'orders')" when a node's queues are sharded across several (each has
+  /// its own leader).
+  std::string log_suffix;
 };
 
 struct lease_keeper_state {

@@ -42,6 +42,13 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   return opts;
 }
 
+/// Appended to log lines: names the database when the node has several.
+std::string of_database(const supervisor_config& cfg) {
+  return cfg.config.queue_databases.empty()
+           ? std::string{}
+           : " (database '" + cfg.database + "')";
+}
+
 void spawn_poller(supervisor_pointer self, const queue_config& q) {
   auto& st = self->state;
   poller_config pc;
@@ -114,7 +121,8 @@ void spawn_lease_keeper(supervisor_pointer self) {
   // maintenance.
   lease_keeper_config lc{st.cfg.config.worker.heartbeat_interval,
                          st.cfg.config.worker.reclaim_window, st.claimer,
-                         caf::actor_cast<leadership_actor>(self)};
+                         caf::actor_cast<leadership_actor>(self),
+                         of_database(st.cfg)};
   st.lease_keeper = self->spawn<caf::linked>(lease_keeper_behavior, lc);
   announce_pollers(self);
 }
@@ -135,9 +143,10 @@ void start_components(supervisor_pointer self) {
   // Maintenance starts when the lease keeper's first round says this node
   // leads (at once when the lease is free).
   spawn_lease_keeper(self);
-  spdlog::info("worker {} running: {} queue(s), {} connection(s) for jobs",
+  spdlog::info("worker {} running: {} queue(s), {} connection(s) for "
+               "jobs{}",
                st.cfg.worker_id, st.cfg.config.queues.size(),
-               st.completers.size());
+               st.completers.size(), of_database(st.cfg));
 }
 
 /// Which component an address belongs to ("" if none).
@@ -192,8 +201,15 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
   if (auto reg = st.cfg.handlers) {
     observed = reg->observed_kinds();
     served = reg->kinds();
-    follow_ups = [reg](const job_event& e) {
-      return reg->follow_ups(make_event(e));
+    // A follow-up commits in its trigger's transaction: its queue must
+    // live in this database.
+    follow_ups = [reg, routes = st.cfg.config,
+                  database = st.cfg.database](const job_event& e) {
+      auto requests = reg->follow_ups(make_event(e));
+      for (auto& r : requests)
+        routes.require_database(r.options.queue, database,
+                                "it");
+      return requests;
     };
   }
   auto spawn_storage = [&] {
@@ -265,8 +281,9 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
                   auto& st = self->state;
                   auto delay = st.check_backoff.next();
                   spdlog::error("cannot start yet (writing the queue "
-                                "limits), retrying in {} ms: {}",
-                                delay.count(), render(err));
+                                "limits){}, retrying in {} ms: {}",
+                                of_database(st.cfg), delay.count(),
+                                render(err));
                   self->delayed_send(self, delay, start_atom::value);
                 });
           },
@@ -287,8 +304,8 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
               return;
             }
             auto delay = st.check_backoff.next();
-            spdlog::error("cannot start yet, retrying in {} ms: {}",
-                          delay.count(), render(err));
+            spdlog::error("cannot start yet{}, retrying in {} ms: {}",
+                          of_database(st.cfg), delay.count(), render(err));
             self->delayed_send(self, delay, start_atom::value);
           });
     },
@@ -351,17 +368,21 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
     [self](stop_atom) -> caf::result<int64_t> {
       auto& st = self->state;
       auto promise = self->make_response_promise<int64_t>();
+      st.stop_promises.push_back(promise);
+      if (st.stopping)
+        return promise; // answered with the first request's drain
       st.stopping = true;
       if (st.cfg.watcher)
         st.cfg.watcher->draining();
       shut_down_helpers(self);
-      spdlog::info("stopping: no new claims; draining running jobs");
+      spdlog::info("stopping: no new claims; draining running jobs{}",
+                   of_database(st.cfg));
       // Drain every poller and, meanwhile, give the leader lease up (its
       // NOTIFY lets another node take over at once), then let each storage
       // actor commit what it still buffers, then quit.
       auto remaining = std::make_shared<size_t>(st.pollers.size() + 1);
       auto released = std::make_shared<int64_t>(0);
-      auto finish = [self, promise, released]() mutable {
+      auto finish = [self, released]() mutable {
         auto& st = self->state;
         // Drained: no running job is left to heartbeat.
         if (st.lease_keeper)
@@ -369,11 +390,13 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
         // Every storage actor flushes; the claimer also deletes this
         // process's row in worker_nodes, after its flush.
         auto flushes = std::make_shared<size_t>(st.completers.size() + 1);
-        auto done = [self, promise, released, flushes]() mutable {
+        auto done = [self, released, flushes]() mutable {
           if (--*flushes > 0)
             return;
-          spdlog::info("stopped: {} job(s) released", *released);
-          promise.deliver(*released);
+          spdlog::info("stopped: {} job(s) released{}", *released,
+                       of_database(self->state.cfg));
+          for (auto& p : self->state.stop_promises)
+            p.deliver(*released);
           self->quit(caf::exit_reason::user_shutdown);
         };
         for (auto& c : st.completers)

@@ -31,7 +31,12 @@ namespace aw {
 class job_handlers;
 
 struct supervisor_config {
+  /// What this supervisor runs: one database's part of a node
+  /// (runtime_config::for_database): its [database], queues and schedules.
   runtime_config config;
+  /// That database's name ("default" for [database]), for logs and for
+  /// refusing follow-ups to queues of other databases.
+  std::string database = defaults::database_name;
   /// Written to locked_by: node name, process id and a random suffix.
   std::string worker_id;
   /// This host's name and the runtime's version, for worker_nodes.
@@ -87,6 +92,9 @@ struct supervisor_state {
   bool leader = false;
   bool started = false;
   bool stopping = false;
+  /// Who asked to stop (the runtime, and another database's supervisor
+  /// ending in error): each is answered when the drain is done.
+  std::vector<caf::typed_response_promise<int64_t>> stop_promises;
 };
 
 using supervisor_pointer

@@ -24,6 +24,8 @@ namespace {
 struct common_options {
   std::string config_file;
   std::string database_url;
+  /// --database NAME: a database of the file ("default" is [database]).
+  std::string database;
   std::string log_level = "info";
 };
 
@@ -139,6 +141,11 @@ int main(int argc, char** argv) {
       ->group(group);
     cmd->add_option("--database-url", common.database_url,
                     "PostgreSQL URL (wins over DATABASE_URL and the config)")
+      ->group(group);
+    cmd->add_option("--database", common.database,
+                    "with queues sharded across databases: the database a "
+                    "command works on (\"default\" is [database]; default: "
+                    "the queue's database, or [database])")
       ->group(group);
     cmd->add_option("--log-level", common.log_level,
                     "trace, debug, info, warn, error or critical")
@@ -403,43 +410,53 @@ int main(int argc, char** argv) {
     sources.database_url = common.database_url;
     sources.node = node;
     sources.select_node = run_cmd->parsed();
-    auto cfg = aw::resolve_config(sources);
-    aw::configure_log_format(cfg.log);
+    auto full = aw::resolve_config(sources);
+    aw::configure_log_format(full.log);
+    // One-shot commands work on one database: --database, else the
+    // database of the queue they name, else [database].
+    auto on = [&](const std::string& queue) {
+      return full.routed(common.database, queue);
+    };
     if (*migrate_cmd)
-      return migrate_schema(cfg);
-    if (*run_cmd)
-      return run_worker(cfg);
+      return migrate_schema(full, common.database);
+    if (*run_cmd) {
+      if (!common.database.empty())
+        throw usage_error("--database does not go with `run`: a node runs "
+                          "the queues of every database its file maps them "
+                          "to");
+      return run_worker(full);
+    }
     if (*nodes_cmd)
-      return list_nodes(cfg, nodes_json);
+      return list_nodes(on(""), nodes_json);
     if (*pause_cmd)
-      return control_queue_cmd(cfg, control_queue, true);
+      return control_queue_cmd(on(control_queue), control_queue, true);
     if (*resume_cmd)
-      return control_queue_cmd(cfg, control_queue, false);
+      return control_queue_cmd(on(control_queue), control_queue, false);
     if (*queues_cmd)
-      return list_queues(cfg, queues_json);
+      return list_queues(on(""), queues_json);
     if (*periodic_cmd)
-      return list_periodic(cfg, periodic_json);
+      return list_periodic(on(""), periodic_json);
     if (*enqueue_cmd)
-      return enqueue_job(cfg, enq);
+      return enqueue_job(on(enq.queue), enq);
     if (*list_cmd)
-      return list_jobs(cfg, list);
+      return list_jobs(on(list.queue), list);
     if (*show_cmd)
-      return show_job(cfg, job_id, json);
+      return show_job(on(""), job_id, json);
     if (*cancel_cmd)
-      return cancel_job(cfg, job_id, cancel_wait, json);
+      return cancel_job(on(""), job_id, cancel_wait, json);
     if (*retry_cmd)
-      return retry_job(cfg, job_id, json);
+      return retry_job(on(""), job_id, json);
     if (*dlq_list_cmd)
-      return list_dead_letters(cfg, limit, dlq_queue, json);
+      return list_dead_letters(on(dlq_queue), limit, dlq_queue, json);
     if (*dlq_show_cmd)
-      return show_dead_letter(cfg, dead_id, json);
+      return show_dead_letter(on(""), dead_id, json);
     if (*dlq_retry_cmd)
-      return retry_dead_letters(cfg, dlq_retry);
+      return retry_dead_letters(on(dlq_retry.queue), dlq_retry);
     if (*dlq_purge_cmd)
-      return purge_dead_letters(cfg, purge_before, dlq_queue, json);
+      return purge_dead_letters(on(dlq_queue), purge_before, dlq_queue, json);
     if (*callback_cmd)
-      return resolve_callback(cfg, callback_action, callback_id,
-                              callback_payload);
+      return resolve_callback(full, common.database, callback_action,
+                              callback_id, callback_payload);
   } catch (const aw::config_error& e) {
     spdlog::error("invalid configuration: {}", e.what());
     return exit_usage;

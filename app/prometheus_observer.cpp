@@ -42,7 +42,8 @@ nlohmann::json readiness::to_json() const {
 
 prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
                                          std::vector<std::string> queues,
-                                         std::string version)
+                                         std::string version,
+                                         std::vector<std::string> databases)
   : registry_(std::make_shared<prometheus::Registry>()),
     kinds_(kinds.begin(), kinds.end()),
     started_(BuildCounter()
@@ -122,8 +123,7 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
                    .Name("actor_worker_database_up")
                    .Help("1 when this node's last statement reached the "
                          "database, else 0.")
-                   .Register(*registry_)
-                   .Add({})),
+                   .Register(*registry_)),
     ready_(BuildGauge()
              .Name("actor_worker_ready")
              .Help("1 when /readyz answers 200: database reachable, schema "
@@ -132,10 +132,19 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
              .Add({})),
     leader_(BuildGauge()
               .Name("actor_worker_leader")
-              .Help("1 while this process is the cluster's elected leader "
-                    "(it runs maintenance and samples the queues), else 0.")
-              .Register(*registry_)
-              .Add({})) {
+              .Help("1 while this process is the elected leader of the "
+                    "database's cluster (it runs maintenance and samples "
+                    "the queues), else 0.")
+              .Register(*registry_)) {
+  if (databases.empty())
+    databases.emplace_back("default");
+  for (auto& name : databases) {
+    auto h = std::make_unique<database_health>();
+    h->name = name;
+    h->up = &database_up_.Add({{"database", name}});
+    h->leader = &leader_.Add({{"database", name}});
+    health_.push_back(std::move(h));
+  }
   BuildGauge()
     .Name("actor_worker_build_info")
     .Help("The running actor-worker's version (value 1).")
@@ -178,25 +187,32 @@ std::string prometheus_observer::scrape() const {
 
 readiness prometheus_observer::ready() const {
   readiness r;
-  switch (database_.load(std::memory_order_relaxed)) {
-    case 0:
-      r.reasons.emplace_back("database not reached yet");
-      break;
-    case -1:
-      r.reasons.emplace_back("database unreachable");
-      break;
-    default:
-      break;
-  }
-  switch (schema_.load(std::memory_order_relaxed)) {
-    case 0:
-      r.reasons.emplace_back("schema not checked yet");
-      break;
-    case -1:
-      r.reasons.emplace_back("schema out of date: run `actor-worker migrate`");
-      break;
-    default:
-      break;
+  for (auto& h : health_) {
+    // One database: the reasons read as always; several: each names its
+    // database.
+    std::string of = health_.size() > 1 ? " (database '" + h->name + "')"
+                                        : std::string{};
+    switch (h->reachable.load(std::memory_order_relaxed)) {
+      case 0:
+        r.reasons.emplace_back("database not reached yet" + of);
+        break;
+      case -1:
+        r.reasons.emplace_back("database unreachable" + of);
+        break;
+      default:
+        break;
+    }
+    switch (h->schema.load(std::memory_order_relaxed)) {
+      case 0:
+        r.reasons.emplace_back("schema not checked yet" + of);
+        break;
+      case -1:
+        r.reasons.emplace_back(
+          "schema out of date: run `actor-worker migrate`" + of);
+        break;
+      default:
+        break;
+    }
   }
   if (draining_.load(std::memory_order_relaxed))
     r.reasons.emplace_back("draining: the node is stopping");
@@ -204,15 +220,28 @@ readiness prometheus_observer::ready() const {
   return r;
 }
 
-void prometheus_observer::database_reachable(bool up) {
+prometheus_observer::database_health&
+prometheus_observer::health_of(const std::string& name) {
+  for (auto& h : health_)
+    if (h->name == name)
+      return *h;
+  return *health_.front();
+}
+
+void prometheus_observer::reachable(database_health& h, bool up) {
   // A plain store per statement; the gauge follows at the next change.
   int now = up ? 1 : -1;
-  if (database_.exchange(now, std::memory_order_relaxed) != now)
-    database_up_.Set(up ? 1 : 0);
+  if (h.reachable.exchange(now, std::memory_order_relaxed) != now)
+    h.up->Set(up ? 1 : 0);
+}
+
+void prometheus_observer::database_reachable(bool up) {
+  reachable(*health_.front(), up);
 }
 
 void prometheus_observer::schema_checked(bool compatible) {
-  schema_.store(compatible ? 1 : -1, std::memory_order_relaxed);
+  health_.front()->schema.store(compatible ? 1 : -1,
+                                std::memory_order_relaxed);
 }
 
 void prometheus_observer::draining() {
@@ -220,20 +249,85 @@ void prometheus_observer::draining() {
 }
 
 void prometheus_observer::leadership(bool leader) {
+  leadership(*health_.front(), leader);
+}
+
+void prometheus_observer::leadership(database_health& h, bool leader) {
   std::lock_guard<std::mutex> guard{mtx_};
-  leader_.Set(leader ? 1 : 0);
+  h.leader->Set(leader ? 1 : 0);
   if (leader)
     return;
   // Only the leader samples the queues: a node that stopped leading drops
   // its depth series rather than export a sample that no longer moves.
-  for (auto& q : sampled_queues_) {
+  for (auto& q : h.sampled_queues) {
     for (auto* state : sampled_states)
       queue_jobs_.Remove(&queue_jobs_.Add({{"queue", q}, {"state", state}}));
     oldest_age_.Remove(&oldest_age_.Add({{"queue", q}}));
     dead_letters_.Remove(&dead_letters_.Add({{"queue", q}}));
   }
-  sampled_queues_.clear();
-  latest_ = queue_snapshot{};
+  h.sampled_queues.clear();
+  h.latest = queue_snapshot{};
+}
+
+/// What the actors of one database report to: the health calls to its
+/// entry, everything else to the node's observer as it is.
+class prometheus_observer::database_view final : public observer {
+public:
+  database_view(prometheus_observer& node, database_health& health)
+    : node_(node), health_(health) {
+  }
+  void database_reachable(bool up) override {
+    node_.reachable(health_, up);
+  }
+  void schema_checked(bool compatible) override {
+    health_.schema.store(compatible ? 1 : -1, std::memory_order_relaxed);
+  }
+  void draining() override {
+    node_.draining();
+  }
+  void leadership(bool leader) override {
+    node_.leadership(health_, leader);
+  }
+  bool wants_wait_times() const override {
+    return node_.wants_wait_times();
+  }
+  void claimed(const std::string& queue, size_t jobs) override {
+    node_.claimed(queue, jobs);
+  }
+  void started(const std::string& queue, const std::string& kind,
+               double wait_seconds) override {
+    node_.started(queue, kind, wait_seconds);
+  }
+  void recorded(const job_outcome& outcome, execution_result r) override {
+    node_.recorded(outcome, r);
+  }
+  void rescued(const rescued_job& job) override {
+    node_.rescued(job);
+  }
+  void database_error(const char* operation) override {
+    node_.database_error(operation);
+  }
+  void hooks_failed(const std::string& kind, int failures) override {
+    node_.hooks_failed(kind, failures);
+  }
+  void follow_ups_failed(const char* stage) override {
+    node_.follow_ups_failed(stage);
+  }
+  void slots(const std::string& queue, int running, int concurrency) override {
+    node_.slots(queue, running, concurrency);
+  }
+  void sampled(const queue_samples& samples) override {
+    node_.sampled(health_, samples);
+  }
+
+private:
+  prometheus_observer& node_;
+  database_health& health_;
+};
+
+std::shared_ptr<observer>
+prometheus_observer::for_database(const std::string& name) {
+  return std::make_shared<database_view>(*this, health_of(name));
 }
 
 const std::string&
@@ -356,6 +450,11 @@ void prometheus_observer::slots(const std::string& queue, int running,
 }
 
 void prometheus_observer::sampled(const queue_samples& samples) {
+  sampled(*health_.front(), samples);
+}
+
+void prometheus_observer::sampled(database_health& h,
+                                  const queue_samples& samples) {
   std::lock_guard<std::mutex> guard{mtx_};
   std::set<std::string> seen;
   for (auto& q : samples) {
@@ -371,7 +470,7 @@ void prometheus_observer::sampled(const queue_samples& samples) {
       .Set(static_cast<double>(q.dead_lettered));
   }
   // A queue that emptied out is 0 now, not its last depth.
-  for (auto& gone : sampled_queues_) {
+  for (auto& gone : h.sampled_queues) {
     if (seen.count(gone) > 0)
       continue;
     for (auto* state : sampled_states)
@@ -379,14 +478,25 @@ void prometheus_observer::sampled(const queue_samples& samples) {
     oldest_age_.Add({{"queue", gone}}).Set(0);
     dead_letters_.Add({{"queue", gone}}).Set(0);
   }
-  sampled_queues_ = std::move(seen);
-  latest_.queues = samples;
-  latest_.taken = std::chrono::system_clock::now();
+  h.sampled_queues = std::move(seen);
+  h.latest.queues = samples;
+  h.latest.taken = std::chrono::system_clock::now();
 }
 
 queue_snapshot prometheus_observer::latest_sample() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  return latest_;
+  // Every database's queues (a queue lives in one); taken when the oldest
+  // of the samples was.
+  queue_snapshot all;
+  for (auto& h : health_) {
+    if (!h->latest.taken)
+      continue;
+    all.queues.insert(all.queues.end(), h->latest.queues.begin(),
+                      h->latest.queues.end());
+    if (!all.taken || *h->latest.taken < *all.taken)
+      all.taken = h->latest.taken;
+  }
+  return all;
 }
 
 std::map<std::string, queue_slots> prometheus_observer::slots_by_queue() const {

@@ -24,8 +24,9 @@
 //   actor_worker_database_errors_total{operation}              counter
 //   actor_worker_hook_failures_total{kind}                     counter
 //   actor_worker_follow_up_failures_total{stage}               counter
-//   actor_worker_database_up, actor_worker_ready               gauge 0/1
-//   actor_worker_leader                                        gauge 0/1
+//   actor_worker_database_up{database}                         gauge 0/1
+//   actor_worker_ready                                         gauge 0/1
+//   actor_worker_leader{database}                              gauge 0/1
 //   actor_worker_build_info{version}                           gauge 1
 
 #include <array>
@@ -90,10 +91,19 @@ public:
   /// `kind`); `queues`: the queues it serves; `version`: for
   /// actor_worker_build_info. The series of these queues and kinds exist
   /// from the start at 0, so rate() and the alert rules see their first
-  /// increase.
+  /// increase. `databases`: the node's databases ("default" first: the
+  /// one this observer's own health calls are about); each has its
+  /// database_up and leader series, labelled `database`.
   prometheus_observer(std::vector<std::string> kinds,
-                      std::vector<std::string> queues, std::string version);
+                      std::vector<std::string> queues, std::string version,
+                      std::vector<std::string> databases = {"default"});
   ~prometheus_observer() override;
+
+  /// The observer the actors of database `name` (one of the constructor's)
+  /// report to: every call goes to this one, the health calls
+  /// (database_reachable, schema_checked, leadership, sampled) to that
+  /// database's health. Lives as long as this observer's owners hold it.
+  std::shared_ptr<observer> for_database(const std::string& name);
 
   /// Every metric in the Prometheus text format (version 0.0.4).
   std::string scrape() const;
@@ -208,23 +218,38 @@ private:
   prometheus::Family<prometheus::Counter>& db_errors_;
   prometheus::Family<prometheus::Counter>& hook_failures_;
   prometheus::Family<prometheus::Counter>& follow_up_failures_;
-  prometheus::Gauge& database_up_;
+  prometheus::Family<prometheus::Gauge>& database_up_;
   prometheus::Gauge& ready_;
-  prometheus::Gauge& leader_;
+  prometheus::Family<prometheus::Gauge>& leader_;
+
+  /// One database's health: each has its own atomics, so a statement's
+  /// report takes no lock.
+  struct database_health {
+    std::string name;
+    std::atomic<int> reachable{0}; // 0 unknown, 1 up, -1 down
+    std::atomic<int> schema{0};    // 0 not checked yet, 1 ok, -1 outdated
+    prometheus::Gauge* up = nullptr;
+    prometheus::Gauge* leader = nullptr;
+    /// Under mtx_: the queues of its last sample (a queue missing from the
+    /// next one is set to 0, not left at its old depth), and the sample.
+    std::set<std::string> sampled_queues;
+    queue_snapshot latest;
+  };
+  class database_view;
+
+  database_health& health_of(const std::string& name);
+  void reachable(database_health& h, bool up);
+  void leadership(database_health& h, bool leader);
+  void sampled(database_health& h, const queue_samples& samples);
 
   mutable std::mutex mtx_;
   std::map<std::pair<std::string, std::string>, kind_series, pair_less>
     by_kind_;
   std::map<std::string, queue_series, std::less<>> by_queue_;
-  /// Queues of the last sample: a queue missing from the next one is set
-  /// to 0, not left at its old depth.
-  std::set<std::string> sampled_queues_;
-  /// The last sample itself, for the dashboard.
-  queue_snapshot latest_;
   std::map<std::string, queue_slots> slots_;
+  /// The databases, in the constructor's order (fixed after it).
+  std::vector<std::unique_ptr<database_health>> health_;
 
-  std::atomic<int> database_{0}; // 0 unknown, 1 up, -1 down
-  std::atomic<int> schema_{0};   // 0 not checked yet, 1 ok, -1 outdated
   std::atomic<bool> draining_{false};
 };
 

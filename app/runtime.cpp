@@ -1,5 +1,7 @@
 #include "actor_worker/app/runtime.hpp"
 
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <random>
 #include <unistd.h>
@@ -41,6 +43,41 @@ storage::migrate_report migrate(const runtime_config& cfg) {
   return storage::migrate(cfg.database.url);
 }
 
+std::vector<database_migrate_report>
+migrate_all(const runtime_config& cfg,
+            const std::function<void(const database_migrate_report&)>& on_done) {
+  std::vector<database_migrate_report> reports;
+  for (auto& name : cfg.database_names()) {
+    auto& db = cfg.database_named(name);
+    if (db.url.empty())
+      throw config_error("the URL of database '" + name
+                         + "' is empty: nothing to migrate");
+    reports.push_back({name, storage::migrate(db.url)});
+    if (on_done)
+      on_done(reports.back());
+  }
+  return reports;
+}
+
+/// The node's supervisors, one per database it works with, and how the
+/// node ends: when every one has ended, with the first error any ended
+/// with (a fatal error of one, such as an out-of-date schema, stops the
+/// others: the node ends loudly, as with one database).
+struct runtime::shards {
+  struct shard {
+    std::string database;
+    /// The queues it serves.
+    std::vector<std::string> queues;
+    caf::actor supervisor;
+  };
+  std::mutex mtx;
+  std::vector<shard> list;
+  size_t running = 0;
+  caf::error first_error;
+  std::promise<caf::error> ended;
+
+};
+
 void configure_actor_system(caf::actor_system_config& sys_cfg,
                             const scheduler_config& sched) {
   auto threads = sched.threads > 0
@@ -56,7 +93,8 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                  std::shared_ptr<const registry> reg,
                  std::shared_ptr<idle_poll_gate> gate)
   : sys_(sys), reg_(reg), gate_(std::move(gate)),
-    callback_conn_(std::make_unique<callback_connection>()) {
+    conns_(std::make_unique<connections>()),
+    shards_(std::make_shared<shards>()) {
   cfg.validate();
   if (cfg.database.url.empty())
     throw config_error("database.url is empty: set it, or resolve the "
@@ -64,14 +102,25 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                        "DATABASE_URL)");
   cfg_ = cfg;
   worker_id_ = make_worker_id(cfg.worker.node);
-  auto ended = std::make_shared<std::promise<caf::error>>();
-  ended_ = ended->get_future().share();
+  ended_ = shards_->ended.get_future().share();
+  // The databases this node works with, by name: those of its queues and
+  // periodic schedules ([database] always, so a node never runs nothing).
+  std::vector<std::pair<std::string, runtime_config>> parts;
+  for (auto& name : cfg.database_names()) {
+    auto part = cfg.for_database(name);
+    if (name == defaults::database_name || !part.queues.empty()
+        || !part.periodic.empty())
+      parts.emplace_back(name, std::move(part));
+  }
   if (!cfg.http.listen.empty()) {
     std::vector<std::string> queues;
     for (auto& q : cfg.queues)
       queues.push_back(q.name);
+    std::vector<std::string> databases;
+    for (auto& part : parts)
+      databases.push_back(part.first);
     observer_ = std::make_shared<prometheus_observer>(
-      reg->kinds(), std::move(queues), AW_VERSION);
+      reg->kinds(), std::move(queues), AW_VERSION, std::move(databases));
     std::shared_ptr<dashboard> dash;
     if (cfg.http.dashboard)
       dash = std::make_shared<dashboard>(
@@ -99,27 +148,50 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   auto hooks = sys.spawn<caf::detached>(hook_dispatcher_behavior, reg,
                                         std::shared_ptr<observer>{observer_});
   hooks_ = std::make_unique<caf::actor>(caf::actor_cast<caf::actor>(hooks));
-  supervisor_config sc;
-  sc.config = std::move(cfg);
-  sc.worker_id = worker_id_;
-  sc.host = local_host_name();
-  sc.version = AW_VERSION;
-  sc.runner = runner_;
-  sc.handlers = reg;
-  sc.hooks = hooks;
-  if (gate_)
-    sc.shared_gate = caf::actor_cast<poll_gate_actor>(gate_->actor());
-  sc.watcher = observer_;
-  sc.sample_interval = sc.config.metrics.queue_stats_interval;
-  auto sup = sys.spawn(supervisor_behavior, std::move(sc));
-  sup->attach_functor([ended](const caf::error& reason) {
-    if (reason == caf::exit_reason::user_shutdown
-        || reason == caf::exit_reason::normal)
-      ended->set_value(caf::error{});
-    else
-      ended->set_value(reason);
-  });
-  supervisor_ = std::make_unique<caf::actor>(caf::actor_cast<caf::actor>(sup));
+  auto host = local_host_name();
+  auto& all = *shards_;
+  std::lock_guard<std::mutex> guard{all.mtx};
+  all.running = parts.size();
+  for (auto& [name, part] : parts) {
+    shards::shard sh;
+    sh.database = name;
+    for (auto& q : part.queues)
+      sh.queues.push_back(q.name);
+    supervisor_config sc;
+    sc.config = std::move(part);
+    sc.database = name;
+    sc.worker_id = worker_id_;
+    sc.host = host;
+    sc.version = AW_VERSION;
+    sc.runner = runner_;
+    sc.handlers = reg;
+    sc.hooks = hooks;
+    if (gate_)
+      sc.shared_gate = caf::actor_cast<poll_gate_actor>(gate_->actor());
+    if (observer_)
+      sc.watcher = observer_->for_database(name);
+    sc.sample_interval = sc.config.metrics.queue_stats_interval;
+    auto sup = sys.spawn(supervisor_behavior, std::move(sc));
+    sh.supervisor = caf::actor_cast<caf::actor>(sup);
+    all.list.push_back(std::move(sh));
+    // Shared: the last functor may still hold the lock after the runtime
+    // that waited on `ended` is gone.
+    auto state = shards_;
+    sup->attach_functor([state](const caf::error& reason) {
+      std::lock_guard<std::mutex> guard{state->mtx};
+      bool clean = reason == caf::exit_reason::user_shutdown
+                   || reason == caf::exit_reason::normal;
+      if (!clean && !state->first_error) {
+        state->first_error = reason;
+        // One database's fatal error ends the node: stop the others.
+        for (auto& other : state->list)
+          caf::anon_send(caf::actor_cast<supervisor_actor>(other.supervisor),
+                         stop_atom::value);
+      }
+      if (--state->running == 0)
+        state->ended.set_value(state->first_error);
+    });
+  }
 }
 
 runtime::~runtime() {
@@ -131,14 +203,27 @@ stop_report runtime::stop(std::chrono::milliseconds handler_wait) {
     return stopped_report_;
   stopped_ = true;
   if (ended_.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
+    // Every database's supervisor drains at once (in parallel).
     caf::scoped_actor self{sys_};
-    auto sup = caf::actor_cast<supervisor_actor>(*supervisor_);
-    self->request(sup, caf::infinite, stop_atom::value)
-      .receive([&](int64_t released) { stopped_report_.released = released; },
-               [&](caf::error& err) {
-                 // It ended while we asked (a fatal error): nothing to drain.
-                 spdlog::debug("stop: {}", render(err));
-               });
+    std::vector<supervisor_actor> sups;
+    {
+      std::lock_guard<std::mutex> guard{shards_->mtx};
+      for (auto& sh : shards_->list)
+        sups.push_back(caf::actor_cast<supervisor_actor>(sh.supervisor));
+    }
+    // Every request goes out before the first answer is awaited.
+    using handle = decltype(self->request(sups.front(), caf::infinite,
+                                          stop_atom::value));
+    std::vector<handle> pending;
+    for (auto& sup : sups)
+      pending.push_back(self->request(sup, caf::infinite, stop_atom::value));
+    for (auto& h : pending)
+      h.receive(
+        [&](int64_t released) { stopped_report_.released += released; },
+        [&](caf::error& err) {
+          // It ended while we asked (a fatal error): nothing to drain.
+          spdlog::debug("stop: {}", render(err));
+        });
   }
   ended_.wait();
   // Hooks are best effort: events still queued are dropped.
@@ -166,24 +251,22 @@ runtime::wait_for(std::chrono::milliseconds timeout) {
   return ended_.get();
 }
 
-/// Resolutions reuse one connection (opening one per call would cost more
-/// than the resolution); they take turns on it. After a broken connection
-/// the next call reconnects.
-struct runtime::callback_connection {
+/// Resolutions and enqueues reuse one connection per database (opening
+/// one per call would cost more than the statement); they take turns on
+/// it. After a broken connection the next call reconnects.
+struct runtime::connections {
   std::mutex mtx;
-  std::unique_ptr<pqxx::connection> conn;
+  std::map<std::string, std::unique_ptr<pqxx::connection>> by_database;
 };
 
-callback_outcome runtime::resolve(const std::string& callback_id,
-                                  storage::callback_action action,
-                                  const nlohmann::json& payload,
-                                  const std::string& error) {
-  std::lock_guard<std::mutex> guard{callback_conn_->mtx};
-  auto& conn = callback_conn_->conn;
+template <class F>
+auto runtime::on_database(const std::string& name, F fn) {
+  std::lock_guard<std::mutex> guard{conns_->mtx};
+  auto& conn = conns_->by_database[name];
   if (!conn)
-    conn = std::make_unique<pqxx::connection>(cfg_.database.url);
+    conn = std::make_unique<pqxx::connection>(cfg_.database_named(name).url);
   try {
-    return resolve_on(*conn, callback_id, action, payload, error);
+    return fn(*conn);
   } catch (const pqxx::broken_connection&) {
     conn.reset();
     throw;
@@ -193,7 +276,65 @@ callback_outcome runtime::resolve(const std::string& callback_id,
   }
 }
 
+callback_outcome runtime::resolve(const std::string& callback_id,
+                                  storage::callback_action action,
+                                  const nlohmann::json& payload,
+                                  const std::string& error) {
+  // Callback ids are unguessable and unique across databases: look in
+  // each in turn (the default first) until one knows the id.
+  auto names = cfg_.database_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    try {
+      return on_database(names[i], [&](pqxx::connection& conn) {
+        return resolve_on(conn, names[i], callback_id, action, payload, error);
+      });
+    } catch (const storage::callback_error& e) {
+      if (e.code() != ec::callback_not_found || i + 1 == names.size())
+        throw;
+    }
+  }
+  throw std::logic_error("no database"); // database_names() is never empty
+}
+
+const database_config& runtime::database_for(const std::string& queue) const {
+  return cfg_.database_named(cfg_.database_of(queue));
+}
+
+int64_t runtime::enqueue(const std::string& kind, const nlohmann::json& args,
+                         const insert_options& opts) {
+  check_enqueue(kind, args, opts);
+  return on_database(cfg_.database_of(opts.queue),
+                     [&](pqxx::connection& conn) {
+                       pqxx::work tx{conn, "aw_enqueue"};
+                       auto id = aw::enqueue(tx, kind, args, opts);
+                       tx.commit();
+                       return id;
+                     });
+}
+
+std::vector<int64_t>
+runtime::enqueue_many(const std::vector<enqueue_request>& jobs) {
+  if (jobs.empty())
+    return {};
+  auto& home = cfg_.database_of(jobs.front().options.queue);
+  for (auto& job : jobs)
+    if (cfg_.database_of(job.options.queue) != home)
+      throw std::invalid_argument(
+        "enqueue_many: queue '" + jobs.front().options.queue
+        + "' lives in database '" + home + "' and queue '" + job.options.queue
+        + "' in database '" + cfg_.database_of(job.options.queue)
+        + "': one transaction cannot span two databases; enqueue them "
+          "separately");
+  return on_database(home, [&](pqxx::connection& conn) {
+    pqxx::work tx{conn, "aw_enqueue"};
+    auto ids = aw::enqueue_many(tx, jobs);
+    tx.commit();
+    return ids;
+  });
+}
+
 callback_outcome runtime::resolve_on(pqxx::connection_base& conn,
+                                     const std::string& database,
                                      const std::string& callback_id,
                                      storage::callback_action action,
                                      const nlohmann::json& payload,
@@ -205,8 +346,10 @@ callback_outcome runtime::resolve_on(pqxx::connection_base& conn,
   if (resolved.has_event) {
     try {
       auto requests = reg_->follow_ups(make_event(e));
+      for (auto& r : requests)
+        cfg_.require_database(r.options.queue, database, "it");
       if (!requests.empty())
-        enqueue_many(tx, requests);
+        aw::enqueue_many(tx, requests);
     } catch (const pqxx::broken_connection&) {
       throw;
     } catch (const std::exception& ex) {
@@ -261,8 +404,13 @@ callback_outcome runtime::resolve_callback(const std::string& callback_id,
 }
 
 void runtime::wake(const std::string& queue) {
-  caf::anon_send(caf::actor_cast<supervisor_actor>(*supervisor_),
-                 wake_atom::value, queue);
+  std::lock_guard<std::mutex> guard{shards_->mtx};
+  for (auto& sh : shards_->list)
+    if (queue.empty()
+        || std::find(sh.queues.begin(), sh.queues.end(), queue)
+             != sh.queues.end())
+      caf::anon_send(caf::actor_cast<supervisor_actor>(sh.supervisor),
+                     wake_atom::value, queue);
 }
 
 } // namespace aw

@@ -12,10 +12,12 @@
 // own pqxx transaction.
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 #include <caf/error.hpp>
@@ -25,6 +27,7 @@
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/config/defaults.hpp"
 #include "actor_worker/storage/callbacks.hpp"
+#include "actor_worker/storage/enqueue.hpp"
 #include "actor_worker/storage/migrations.hpp"
 
 namespace pqxx {
@@ -42,6 +45,23 @@ class registry_runner;
 /// database URL, storage::schema_error when the database is newer than the
 /// library, and pqxx's errors when it cannot be reached.
 storage::migrate_report migrate(const runtime_config& cfg);
+
+/// What migrate_all() did to one database.
+struct database_migrate_report {
+  /// "default" ([database]) or the [databases.NAME] name.
+  std::string database;
+  storage::migrate_report report;
+};
+
+/// Migrates every database the configuration names: [database] first,
+/// then each [databases.NAME], each as migrate() does. Stops at the first
+/// that fails (the ones before it stay migrated; a re-run is a no-op for
+/// them) and rethrows its error; `on_done`, when given, is told of each
+/// database once it is migrated.
+std::vector<database_migrate_report>
+migrate_all(const runtime_config& cfg,
+            const std::function<void(const database_migrate_report&)>& on_done
+            = nullptr);
 
 /// Applies the [scheduler] settings (threads, policy) to the configuration
 /// of the actor system a node will run in. The binary does this; an
@@ -122,6 +142,29 @@ public:
   /// this process on a connection whose NOTIFY may arrive late.
   void wake(const std::string& queue = {});
 
+  // -- enqueue, routed by queue --------------------------------------------
+  //
+  // With queues sharded across databases ([databases.NAME], [queues.Q]
+  // database), a job must be inserted in its queue's database. To enqueue
+  // in the application's own transaction, open it on database_for(queue)
+  // and call aw::enqueue (storage/enqueue.hpp); or let the runtime do it in
+  // a transaction of its own with enqueue() / enqueue_many() below.
+
+  /// The database `queue`'s jobs live in (its url, pooler, ...).
+  const database_config& database_for(const std::string& queue) const;
+
+  /// Inserts one job in its queue's database (opts.queue), in a
+  /// transaction of its own on a connection the runtime keeps per
+  /// database, and returns its id. Throws std::invalid_argument as
+  /// aw::enqueue does, pqxx's errors when the database cannot be reached.
+  int64_t enqueue(const std::string& kind, const nlohmann::json& args,
+                  const insert_options& opts = {});
+
+  /// Inserts jobs in one transaction and returns their ids in order. Every
+  /// job's queue must live in one database (a transaction cannot span
+  /// two): throws std::invalid_argument naming the queues otherwise.
+  std::vector<int64_t> enqueue_many(const std::vector<enqueue_request>& jobs);
+
   /// A worker id for `node`: "node:pid:random" (unique per process start).
   static std::string make_worker_id(const std::string& node);
 
@@ -169,10 +212,17 @@ private:
                            const nlohmann::json& payload,
                            const std::string& error);
   callback_outcome resolve_on(pqxx::connection_base& conn,
+                              const std::string& database,
                               const std::string& callback_id,
                               storage::callback_action action,
                               const nlohmann::json& payload,
                               const std::string& error);
+
+  /// Runs `fn(conn)` on the kept connection to database `name`, taking
+  /// turns with other callers; a broken connection is dropped (the next
+  /// call reconnects) and the error rethrown.
+  template <class F>
+  auto on_database(const std::string& name, F fn);
 
   caf::actor_system& sys_;
   runtime_config cfg_;
@@ -180,16 +230,19 @@ private:
   // A gate shared with other runtimes (may be null); it outlives this one.
   std::shared_ptr<idle_poll_gate> gate_;
   std::unique_ptr<caf::actor> hooks_;
-  // The connection callback resolutions reuse, opened on first use.
-  struct callback_connection;
-  std::unique_ptr<callback_connection> callback_conn_;
+  // The connections callback resolutions and enqueues reuse, one per
+  // database, opened on first use.
+  struct connections;
+  std::unique_ptr<connections> conns_;
   std::string worker_id_;
   std::shared_ptr<registry_runner> runner_;
   // With [http] listen: the metrics and health the endpoint serves.
   std::shared_ptr<prometheus_observer> observer_;
   std::unique_ptr<http_endpoint> http_;
-  // Behind a pointer so this header needs only caf/fwd.hpp.
-  std::unique_ptr<caf::actor> supervisor_;
+  // One supervisor per database with queues or schedules on this node
+  // (behind a pointer so this header needs only caf/fwd.hpp).
+  struct shards;
+  std::shared_ptr<shards> shards_;
   std::shared_future<caf::error> ended_;
   bool stopped_ = false;
   stop_report stopped_report_;

@@ -3,6 +3,7 @@
 // load_config(); every field has its default in config/defaults.hpp.
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,19 @@ struct database_config {
       return listen_url;
     return pooler == "transaction" ? std::string{} : url;
   }
+};
+
+/// [databases.NAME]: a further database with queues of its own (queues
+/// sharded across databases). Its queues are mapped to it by
+/// [queues.Q] database = "NAME" (runtime_config::queue_databases); each
+/// database has its own schema (`migrate` migrates every one), its own
+/// leader, and its own connections, so an outage stops only its queues.
+struct named_database {
+  /// The section's name (not "default": that is the [database] section).
+  std::string name;
+  /// url, pool_size, pooler, listen_url, as in [database]. The url is
+  /// required (no DATABASE_URL fallback) and never logged.
+  database_config settings;
 };
 
 /// [queues.NAME]
@@ -296,10 +310,46 @@ struct runtime_config {
   http_config http;
   metrics_config metrics;
   log_config log;
+  /// [databases.NAME]: databases besides [database], sorted by name.
+  std::vector<named_database> databases;
+  /// [queues.Q] database = "NAME": the queues that live in a database of
+  /// `databases`. A queue not listed lives in [database] ("default").
+  /// Cluster-wide: every node of a cluster file has the top level's map,
+  /// whichever queues it serves, so its CLI, its follow-ups and its
+  /// embedding API route every queue alike.
+  std::map<std::string, std::string> queue_databases;
 
   /// Checks ranges and fills in the default queue. Throws config_error
   /// naming the offending key.
   void validate();
+
+  /// The name of the database `queue` lives in ("default" for [database]).
+  const std::string& database_of(const std::string& queue) const;
+  /// The settings of database `name` ("default" or "" is [database]).
+  /// Throws config_error listing the names when there is none.
+  const database_config& database_named(const std::string& name) const;
+  /// "default", then the [databases.NAME] names in order.
+  std::vector<std::string> database_names() const;
+  /// True when the file names more than one database.
+  bool sharded() const {
+    return !databases.empty();
+  }
+  /// What this node runs against database `name`: its settings as
+  /// [database], no further databases, and only the queues and periodic
+  /// schedules whose queue lives there (queue_databases is kept, for
+  /// routing). Throws config_error for an unknown name.
+  runtime_config for_database(const std::string& name) const;
+  /// Throws std::invalid_argument when `queue` does not live in database
+  /// `database`, saying that `what` (a follow-up, enqueued in the
+  /// transaction of the outcome that triggers it) cannot reach it.
+  void require_database(const std::string& queue, const std::string& database,
+                        const std::string& what) const;
+  /// The database a one-shot command works on: `database` when given
+  /// (throws config_error for an unknown name, or when `queue` is given
+  /// and lives elsewhere), else `queue`'s database, else the default.
+  /// The result's [database] is that database's settings.
+  runtime_config routed(const std::string& database,
+                        const std::string& queue) const;
 };
 
 /// An invalid configuration: the message names the file, line and key.

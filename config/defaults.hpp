@@ -23,6 +23,11 @@ constexpr int pool_size = 2;
 /// idle pollers). Set "transaction" behind PgBouncer in transaction mode.
 constexpr const char* pooler = "none";
 
+/// The name of the [database] section among a node's databases: a queue
+/// not mapped to a [databases.NAME] lives there, and `--database default`
+/// names it.
+constexpr const char* database_name = "default";
+
 /// Claims a queue's poller keeps in flight at once (on different
 /// connections): claims of one lane take turns on its cursor in the
 /// database, but their round trips and the parsing of their rows overlap.

@@ -685,6 +685,40 @@ void validate_http_dashboard(const http_config& http) {
                            "\"dash.example.com\", \"[::1]:9464\")");
 }
 
+/// [databases.NAME] and [queues.Q] database: names, sizes, and no two
+/// databases on one URL (their leaders and queue maps would clash).
+void validate_databases(const runtime_config& cfg) {
+  std::set<std::string> names{defaults::database_name};
+  std::map<std::string, std::string> urls;
+  if (!cfg.database.url.empty())
+    urls[cfg.database.url] = "database.url";
+  for (auto& d : cfg.databases) {
+    const std::string p = "databases." + d.name;
+    if (d.name.empty() || d.name == defaults::database_name)
+      throw config_error(p + " is not a valid name: the default database is "
+                             "the [database] section");
+    if (!names.insert(d.name).second)
+      throw config_error(p + " is configured twice");
+    if (d.settings.pool_size < 1)
+      throw config_error(p + ".pool_size must be at least 1");
+    if (d.settings.url.empty())
+      throw config_error(p + ".url must not be empty");
+    auto [at, fresh] = urls.emplace(d.settings.url, p + ".url");
+    if (!fresh)
+      throw config_error(p + ".url is the same as " + at->second
+                         + ": each database must be named once");
+  }
+  for (auto& [queue, db] : cfg.queue_databases)
+    if (names.count(db) == 0) {
+      std::string known;
+      for (auto& n : names)
+        known += (known.empty() ? "" : ", ") + n;
+      throw config_error("queues." + queue + ".database names '" + db
+                         + "', which is not a database of this file (its "
+                           "databases: " + known + ")");
+    }
+}
+
 } // namespace
 
 void runtime_config::validate() {
@@ -753,6 +787,83 @@ void runtime_config::validate() {
                          + ".rate_limit must be N per second or per minute");
   }
   validate_http_dashboard(http);
+  validate_databases(*this);
+}
+
+const std::string& runtime_config::database_of(const std::string& queue) const {
+  static const std::string default_name = defaults::database_name;
+  auto i = queue_databases.find(queue);
+  return i == queue_databases.end() ? default_name : i->second;
+}
+
+const database_config&
+runtime_config::database_named(const std::string& name) const {
+  if (name.empty() || name == defaults::database_name)
+    return database;
+  for (auto& d : databases)
+    if (d.name == name)
+      return d.settings;
+  std::string names;
+  for (auto& n : database_names())
+    names += (names.empty() ? "" : ", ") + n;
+  throw config_error("no database named '" + name + "' (the configuration's "
+                     "databases: " + names + ")");
+}
+
+std::vector<std::string> runtime_config::database_names() const {
+  std::vector<std::string> names{defaults::database_name};
+  for (auto& d : databases)
+    names.push_back(d.name);
+  return names;
+}
+
+runtime_config runtime_config::for_database(const std::string& name) const {
+  runtime_config shard = *this;
+  shard.database = database_named(name);
+  shard.databases.clear();
+  auto here = [&](const std::string& queue) {
+    auto& db = database_of(queue);
+    return db == name || (name.empty() && db == defaults::database_name);
+  };
+  shard.queues.clear();
+  for (auto& q : queues)
+    if (here(q.name))
+      shard.queues.push_back(q);
+  shard.periodic.clear();
+  for (auto& p : periodic)
+    if (here(p.queue))
+      shard.periodic.push_back(p);
+  return shard;
+}
+
+void runtime_config::require_database(const std::string& queue,
+                                      const std::string& database,
+                                      const std::string& what) const {
+  auto& home = database_of(queue);
+  if (home == database
+      || (database.empty() && home == defaults::database_name))
+    return;
+  throw std::invalid_argument(
+    what + " goes to queue '" + queue + "', which lives in database '" + home
+    + "'; it is enqueued in the transaction of its trigger, in database '"
+    + database + "', and a transaction cannot span two databases (send it "
+      "to a queue of '" + database + "', or enqueue it from the handler)");
+}
+
+runtime_config runtime_config::routed(const std::string& name,
+                                      const std::string& queue) const {
+  std::string target = name;
+  if (!queue.empty()) {
+    auto& home = database_of(queue);
+    if (!target.empty() && target != home)
+      throw config_error("queue '" + queue + "' lives in database '" + home
+                         + "', not '" + target + "' (--database " + target
+                         + "); drop --database or name '" + home + "'");
+    target = home;
+  }
+  runtime_config out = *this;
+  out.database = database_named(target);
+  return out;
 }
 
 namespace {
@@ -833,17 +944,31 @@ void read_worker(const std::string& source, const toml::table& w,
 /// `cluster_wide`: the top level's [queues.NAME], which may also set the
 /// limits that hold for the whole cluster (a node's section may not: every
 /// node must enforce the same ones).
+/// [database] or [databases.NAME] (`p`: "database." or "databases.NAME.").
+void read_database(const std::string& source, const toml::table& db,
+                   const std::string& p, database_config& out) {
+  reject_unknown(source, db, p, {"url", "pool_size", "pooler", "listen_url"});
+  read_string(source, db, p, "url", out.url);
+  read_string(source, db, p, "listen_url", out.listen_url);
+  read_string(source, db, p, "pooler", out.pooler);
+  if (out.pooler != "none" && out.pooler != "transaction")
+    throw config_error(where(source, *db.get("pooler"), p + "pooler")
+                       + ": expected \"none\" or \"transaction\"");
+  read_int(source, db, p, "pool_size", out.pool_size, 1, 64);
+}
+
 void read_queue(const std::string& source, const toml::table& q,
                 const std::string& p, queue_config& qc, bool cluster_wide) {
-  for (const char* key : {"global_concurrency", "rate_limit"})
+  for (const char* key : {"global_concurrency", "rate_limit", "database"})
     if (!cluster_wide && q.contains(key))
       throw config_error(where(source, *q.get(key), p + key)
-                         + ": a cluster-wide limit; set it in the top "
+                         + ": a cluster-wide setting; set it in the top "
                            "level's [queues." + qc.name + "], not per node");
   if (cluster_wide)
     reject_unknown(source, q, p,
                    {"concurrency", "deadline", "local_queue_size",
-                    "local_queue_bytes", "global_concurrency", "rate_limit"});
+                    "local_queue_bytes", "global_concurrency", "rate_limit",
+                    "database"});
   else
     reject_unknown(source, q, p,
                    {"concurrency", "deadline", "local_queue_size",
@@ -1008,20 +1133,31 @@ runtime_config read_top_level(const toml::table& root,
                               const std::string& source) {
   runtime_config cfg;
   reject_unknown(source, root, "",
-                 {"database", "worker", "scheduler", "queues", "kinds",
-                  "periodic", "http", "metrics", "log", "cluster", "nodes"});
-  if (auto db = sub_table(source, root, "database", "")) {
-    reject_unknown(source, *db, "database.",
-                   {"url", "pool_size", "pooler", "listen_url"});
-    read_string(source, *db, "database.", "url", cfg.database.url);
-    read_string(source, *db, "database.", "listen_url",
-                cfg.database.listen_url);
-    read_string(source, *db, "database.", "pooler", cfg.database.pooler);
-    if (cfg.database.pooler != "none" && cfg.database.pooler != "transaction")
-      throw config_error(where(source, *db->get("pooler"), "database.pooler")
-                         + ": expected \"none\" or \"transaction\"");
-    read_int(source, *db, "database.", "pool_size", cfg.database.pool_size, 1,
-             64);
+                 {"database", "databases", "worker", "scheduler", "queues",
+                  "kinds", "periodic", "http", "metrics", "log", "cluster",
+                  "nodes"});
+  if (auto db = sub_table(source, root, "database", ""))
+    read_database(source, *db, "database.", cfg.database);
+  if (auto dbs = sub_table(source, root, "databases", "")) {
+    for (auto&& [key, value] : *dbs) {
+      std::string name{key.str()};
+      std::string p = "databases." + name;
+      if (!value.is_table())
+        throw config_error(where(source, value, p)
+                           + ": expected a table ([" + p + "])");
+      if (name == defaults::database_name || name.empty())
+        throw config_error(where(source, value, p)
+                           + ": the default database is the [database] "
+                             "section; name this one differently");
+      named_database d;
+      d.name = name;
+      read_database(source, *value.as_table(), p + ".", d.settings);
+      if (d.settings.url.empty())
+        throw config_error(where(source, value, p)
+                           + ": url is required (a further database has no "
+                             "DATABASE_URL fallback)");
+      cfg.databases.push_back(std::move(d));
+    }
   }
   if (auto w = sub_table(source, root, "worker", "")) {
     reject_unknown(source, *w, "worker.", worker_keys());
@@ -1046,6 +1182,15 @@ runtime_config read_top_level(const toml::table& root,
                            + ": expected a table ([queues." + name + "])");
       queue_config qc;
       qc.name = name;
+      if (auto db = value.as_table()->get("database")) {
+        auto text = db->value<std::string>();
+        if (!db->is_string() || !text || text->empty())
+          throw config_error(where(source, *db, p + "database")
+                             + ": expected the name of a [databases.NAME] "
+                               "section (or \"default\")");
+        if (*text != defaults::database_name)
+          cfg.queue_databases[name] = *text;
+      }
       read_queue(source, *value.as_table(), p, qc, true);
       cfg.queues.push_back(std::move(qc));
     }
@@ -1326,6 +1471,8 @@ runtime_config resolve_config(const config_sources& sources) {
     throw config_error("no database URL: pass --database-url, set "
                        "DATABASE_URL, or set url in the [database] section "
                        "of the config file");
+  // The default URL came in only now: check it against the others.
+  validate_databases(cfg);
   return cfg;
 }
 

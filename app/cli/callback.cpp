@@ -8,6 +8,7 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/messages/error.hpp"
 #include "actor_worker/messages/job.hpp"
 #include "actor_worker/storage/callbacks.hpp"
 
@@ -16,7 +17,8 @@ namespace aw::cli {
 /// Resolves a callback without hooks: the CLI has no worker, so it changes
 /// the job and inserts no follow-ups and fires no hook (as the spec says of
 /// resolutions outside a worker process).
-int resolve_callback(const runtime_config& cfg, const std::string& action,
+int resolve_callback(const runtime_config& cfg, const std::string& database,
+                     const std::string& action,
                      const std::string& callback_id,
                      const std::string& payload_text) {
   if (!aw::storage::is_callback_id(callback_id))
@@ -37,29 +39,40 @@ int resolve_callback(const runtime_config& cfg, const std::string& action,
     error = payload.is_object() ? payload.value("error", std::string{})
             : payload.is_string() ? payload.get<std::string>()
                                   : std::string{};
-  pqxx::connection conn{cfg.database.url};
-  pqxx::work tx{conn};
-  try {
-    auto resolved = aw::storage::resolve_callback(
-      tx, callback_id, aw::storage::parse_callback_action(action), payload,
-      error);
-    tx.commit();
-    // The event the resolution fires (none for resume, which only puts the
-    // job back: its next run fires its own).
-    auto job = nlohmann::json::parse(resolved.row_json);
-    std::cout << "job "
-              << job.value(job.contains("original_job_id") ? "original_job_id"
-                                                           : "id",
-                           int64_t{0})
-              << ": "
-              << (resolved.has_event ? aw::to_string(resolved.event.type)
-                                     : "resumed")
-              << std::endl;
-    return exit_ok;
-  } catch (const aw::storage::callback_error& e) {
-    spdlog::error("{}", e.what());
-    return exit_failure;
+  // --database, or every database in turn until one knows the id.
+  auto names = database.empty() ? cfg.database_names()
+                                : std::vector<std::string>{database};
+  for (size_t i = 0; i < names.size(); ++i) {
+    pqxx::connection conn{cfg.database_named(names[i]).url};
+    pqxx::work tx{conn};
+    try {
+      auto resolved = aw::storage::resolve_callback(
+        tx, callback_id, aw::storage::parse_callback_action(action), payload,
+        error);
+      tx.commit();
+      // The event the resolution fires (none for resume, which only puts
+      // the job back: its next run fires its own).
+      auto job = nlohmann::json::parse(resolved.row_json);
+      std::cout << "job "
+                << job.value(job.contains("original_job_id")
+                               ? "original_job_id"
+                               : "id",
+                             int64_t{0})
+                << ": "
+                << (resolved.has_event ? aw::to_string(resolved.event.type)
+                                       : "resumed")
+                << std::endl;
+      return exit_ok;
+    } catch (const aw::storage::callback_error& e) {
+      if (e.code() == aw::ec::callback_not_found && i + 1 < names.size())
+        continue;
+      spdlog::error("{}{}", cfg.sharded() && names.size() > 1
+                              ? "in every database: " : "",
+                    e.what());
+      return exit_failure;
+    }
   }
+  return exit_failure;
 }
 
 } // namespace aw::cli

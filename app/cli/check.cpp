@@ -21,6 +21,8 @@ nlohmann::json describe(const std::string& name, const runtime_config& cfg) {
   nlohmann::json queues = nlohmann::json::array();
   for (auto& q : cfg.queues) {
     nlohmann::json one{{"name", q.name}, {"concurrency", q.concurrency}};
+    if (cfg.sharded())
+      one["database"] = cfg.database_of(q.name);
     if (q.deadline.count() > 0)
       one["deadline"] = format_duration(q.deadline);
     // The cluster-wide limits it would write into queue_controls.
@@ -50,6 +52,8 @@ std::string summary(const nlohmann::json& node) {
   for (auto& q : node["queues"]) {
     queues += (queues.empty() ? "" : ", ") + q["name"].get<std::string>()
               + " (concurrency " + std::to_string(q["concurrency"].get<int>());
+    if (q.contains("database"))
+      queues += ", database " + q["database"].get<std::string>();
     if (q.contains("deadline"))
       queues += ", deadline " + q["deadline"].get<std::string>();
     if (q.contains("global_concurrency"))
@@ -120,8 +124,11 @@ int check_config(const std::string& file, bool json) {
     nodes.push_back(describe(n.name, n.config));
   auto periodic = describe_periodic(cluster.defaults);
   if (json) {
+    // The databases by name, never their URLs (they may hold passwords).
     std::cout << nlohmann::json{{"file", file},
                                 {"cluster", cluster.name},
+                                {"databases",
+                                 cluster.defaults.database_names()},
                                 {"nodes", nodes},
                                 {"periodic", periodic}}
                    .dump(2)
@@ -134,6 +141,12 @@ int check_config(const std::string& file, bool json) {
                   : "cluster '" + cluster.name + "', "
                       + std::to_string(cluster.nodes.size()) + " node(s)")
             << "\n";
+  if (cluster.defaults.sharded()) {
+    std::string names;
+    for (auto& n : cluster.defaults.database_names())
+      names += (names.empty() ? "" : ", ") + n;
+    std::cout << "  databases: " << names << "\n";
+  }
   for (auto& n : nodes)
     std::cout << "  " << summary(n) << "\n";
   for (auto& p : periodic) {

@@ -55,8 +55,10 @@ int list_periodic(const runtime_config& cfg, bool json);
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);
 
-/// `migrate`: applies missing migrations.
-int migrate_schema(const runtime_config& cfg);
+/// `migrate`: applies missing migrations to every database of `cfg`
+/// ([database], then each [databases.NAME]), or only to `database` when
+/// it is not empty.
+int migrate_schema(const runtime_config& cfg, const std::string& database);
 
 /// `enqueue KIND [ARGS_JSON]` (or `enqueue --jsonl FILE`) and its flags.
 struct enqueue_options {
@@ -89,8 +91,11 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o);
 std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
                                                    const std::string& text);
 
-/// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]`.
-int resolve_callback(const runtime_config& cfg, const std::string& action,
+/// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]`: in
+/// `database` when given, else in each database of `cfg` in turn until one
+/// knows the id (callback ids are unique across databases).
+int resolve_callback(const runtime_config& cfg, const std::string& database,
+                     const std::string& action,
                      const std::string& callback_id,
                      const std::string& payload_text);
 

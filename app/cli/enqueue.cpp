@@ -321,6 +321,16 @@ int enqueue_jsonl(const runtime_config& cfg, const enqueue_options& o) {
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue; // blank lines are skipped
     jobs.push_back(parse_line(line, number, defaults));
+    // One transaction, so one database: that of the flags' queue (or
+    // --database).
+    auto& queue = jobs.back().options.queue;
+    auto& home = cfg.database_of(queue);
+    if (cfg.database_named(home).url != cfg.database.url)
+      throw usage_error("--jsonl line " + std::to_string(number) + ": queue '"
+                        + queue + "' lives in database '" + home
+                        + "', not in the one this run enqueues into (one "
+                          "transaction cannot span two databases: split "
+                          "the file, or pass --queue or --database)");
   }
   bool progress = ::isatty(STDERR_FILENO) == 1;
   pqxx::connection conn{cfg.database.url};

@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(readyz_follows_a_database_outage_and_a_drain) {
   BOOST_TEST(down["reasons"].dump() == R"(["database unreachable"])");
   BOOST_TEST(get(http.port(), "/healthz").status == 200);
   BOOST_TEST(value_of(get(http.port(), "/metrics").body,
-                      "actor_worker_database_up")
+                      "actor_worker_database_up{database=\"default\"}")
              == 0);
 
   // It comes back: ready again without a restart.

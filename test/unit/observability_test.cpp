@@ -185,12 +185,12 @@ BOOST_AUTO_TEST_CASE(ready_needs_the_database_the_schema_and_no_drain) {
   obs.schema_checked(true);
   BOOST_TEST(obs.ready().ready);
   BOOST_TEST(contains(obs.scrape(), "actor_worker_ready 1"));
-  BOOST_TEST(contains(obs.scrape(), "actor_worker_database_up 1"));
+  BOOST_TEST(contains(obs.scrape(), "actor_worker_database_up{database=\"default\"} 1"));
   obs.database_reachable(false);
   r = obs.ready();
   BOOST_TEST(!r.ready);
   BOOST_TEST(r.to_json().dump() == R"({"ready":false,"reasons":["database unreachable"]})");
-  BOOST_TEST(contains(obs.scrape(), "actor_worker_database_up 0"));
+  BOOST_TEST(contains(obs.scrape(), "actor_worker_database_up{database=\"default\"} 0"));
   obs.database_reachable(true);
   obs.draining();
   BOOST_TEST(obs.ready().reasons.at(0) == "draining: the node is stopping");
@@ -198,6 +198,51 @@ BOOST_AUTO_TEST_CASE(ready_needs_the_database_the_schema_and_no_drain) {
   outdated.database_reachable(true);
   outdated.schema_checked(false);
   BOOST_TEST(contains(outdated.ready().reasons.at(0), "actor-worker migrate"));
+}
+
+BOOST_AUTO_TEST_CASE(each_database_has_its_own_health_leader_and_samples) {
+  aw::prometheus_observer obs{{}, {"a", "b"}, "1", {"default", "orders"}};
+  auto main_db = obs.for_database("default");
+  auto orders = obs.for_database("orders");
+  main_db->database_reachable(true);
+  main_db->schema_checked(true);
+  BOOST_TEST(!obs.ready().ready); // orders: not reached, not checked
+  orders->database_reachable(true);
+  orders->schema_checked(true);
+  BOOST_TEST(obs.ready().ready);
+  // One database down: not ready, and the reason names it.
+  orders->database_reachable(false);
+  auto r = obs.ready();
+  BOOST_TEST(!r.ready);
+  BOOST_TEST(r.to_json().dump()
+             == R"json({"ready":false,"reasons":["database unreachable (database 'orders')"]})json");
+  auto m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_database_up{database=\"default\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_database_up{database=\"orders\"}") == 0);
+  // Leadership and samples are per database: stepping down in one drops
+  // only that database's queue series.
+  main_db->leadership(true);
+  orders->leadership(true);
+  aw::queue_sample a;
+  a.queue = "a";
+  a.available = 3;
+  aw::queue_sample b;
+  b.queue = "b";
+  b.available = 7;
+  main_db->sampled({a});
+  orders->sampled({b});
+  BOOST_TEST(obs.latest_sample().queues.size() == 2u);
+  m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_leader{database=\"orders\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"b\",state=\"available\"}") == 7);
+  orders->leadership(false);
+  m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_leader{database=\"orders\"}") == 0);
+  BOOST_TEST(value_of(m, "actor_worker_leader{database=\"default\"}") == 1);
+  BOOST_TEST(!contains(m, "actor_worker_queue_jobs{queue=\"b\""));
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"a\",state=\"available\"}") == 3);
+  BOOST_REQUIRE(obs.latest_sample().queues.size() == 1u);
+  BOOST_TEST(obs.latest_sample().queues[0].queue == "a");
 }
 
 BOOST_AUTO_TEST_CASE(json_lines_carry_the_job_and_escape_everything) {

@@ -1,0 +1,161 @@
+// Queues sharded across two databases on two real servers: `migrate`
+// migrates both, the CLI routes by queue or --database, one node serves
+// queues of both, and an outage of one database stops only its queues.
+
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <string>
+
+#include "fault_fixture.hpp"
+
+using namespace std::chrono_literals;
+using namespace aw::fault;
+
+namespace {
+
+/// Inserts `n` noop jobs of `queue` with plain SQL (the SQL contract).
+void insert_noops(db_session& db, const std::string& queue, int n) {
+  db.exec("INSERT INTO jobs (kind, queue) SELECT 'noop', " + db.quote(queue)
+          + " FROM generate_series(1, " + std::to_string(n) + ")");
+}
+
+int64_t completed(db_session& db, const std::string& queue) {
+  try {
+    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' "
+                     "AND queue = "
+                     + db.quote(queue));
+  } catch (const std::exception&) {
+    return -1; // the server is down
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sharding_test)
+
+BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
+  fault_env env{"sharding"};
+  auto orders_dir = env.dir() + "/orders";
+  BOOST_REQUIRE(::mkdir(orders_dir.c_str(), 0700) == 0);
+  pg_cluster orders{orders_dir};
+  worker_timings t;
+  t.extra_toml = "\n[queues.orders]\nconcurrency = 5\ndatabase = \"orders\"\n"
+                 "\n[databases.orders]\nurl = \""
+                 + orders.url() + "\"\npool_size = 1\n";
+  auto cfg = env.config(t);
+  db_session main_db{env.url()};
+  db_session orders_db{orders.url()};
+
+  // `migrate` migrates every database the file names (the default one was
+  // migrated by the fixture: a no-op there).
+  auto migrated = env.run({"--config", cfg, "migrate"});
+  BOOST_REQUIRE_MESSAGE(migrated.exit_code == 0, migrated.err);
+  BOOST_TEST(contains(migrated.err, "database 'orders': applied migration"));
+  BOOST_TEST(contains(migrated.err, "database 'default': schema is up to date"));
+  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM jobs") == 0);
+
+  // The CLI routes by queue, or by --database.
+  auto id = env.enqueue({"--config", cfg, "noop", "--queue", "orders"});
+  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM jobs WHERE id = "
+                              + std::to_string(id) + " AND queue = 'orders'")
+             == 1);
+  BOOST_TEST(main_db.scalar("SELECT count(*) FROM jobs WHERE queue = 'orders'")
+             == 0);
+  auto listed = env.run({"--config", cfg, "--database", "orders", "jobs",
+                         "list", "--json"});
+  BOOST_TEST(listed.exit_code == 0);
+  BOOST_TEST(contains(listed.out, "\"queue\":\"orders\""));
+  auto clash = env.run({"--config", cfg, "--database", "default", "enqueue",
+                        "noop", "--queue", "orders"});
+  BOOST_TEST(clash.exit_code == 2);
+  BOOST_TEST(contains(clash.err, "queue 'orders' lives in database 'orders'"));
+  auto unknown = env.run({"--config", cfg, "--database", "nope", "queues"});
+  BOOST_TEST(unknown.exit_code == 2);
+  BOOST_TEST(contains(unknown.err, "no database named 'nope'"));
+
+  // One node serves the queues of both databases.
+  auto worker = env.start_worker("A", t);
+  insert_noops(main_db, "default", 500);
+  insert_noops(orders_db, "orders", 500);
+  BOOST_REQUIRE_MESSAGE(wait_until(
+                          [&] {
+                            return completed(main_db, "default") == 500
+                                   && completed(orders_db, "orders") == 501;
+                          },
+                          60s),
+                        "not every job completed in both databases");
+  // Each database has its own nodes row and its own leader.
+  BOOST_TEST(main_db.scalar("SELECT count(*) FROM worker_nodes") == 1);
+  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM worker_nodes") == 1);
+  BOOST_TEST(wait_until(
+    [&] {
+      return orders_db.scalar("SELECT count(*) FROM cluster_leader") == 1;
+    },
+    10s));
+
+  // A callback id is found in whichever database holds it.
+  auto parked = env.enqueue({"--config", cfg, "await_callback", "--queue",
+                             "orders"});
+  std::string callback_id;
+  BOOST_REQUIRE(wait_until(
+    [&] {
+      callback_id = orders_db.text("SELECT callback_id FROM jobs WHERE id = "
+                                   + std::to_string(parked)
+                                   + " AND state = 'waiting_external'");
+      return !callback_id.empty();
+    },
+    20s));
+  auto resolved = env.run({"--config", cfg, "callback", "complete",
+                           callback_id});
+  BOOST_TEST(resolved.exit_code == 0, resolved.err);
+  BOOST_TEST(orders_db.text("SELECT state FROM jobs WHERE id = "
+                            + std::to_string(parked))
+             == "completed");
+
+  // The orders server goes down: the default queue keeps running.
+  orders.stop();
+  insert_noops(main_db, "default", 500);
+  BOOST_TEST(wait_until([&] { return completed(main_db, "default") == 1000; },
+                        60s),
+             "the default queue stalled while the orders database was down");
+  BOOST_TEST(worker->running());
+
+  // It comes back: the node takes its queues up again, unrestarted.
+  orders.start();
+  auto back = std::chrono::steady_clock::now();
+  // The check session's first statement after the restart finds its
+  // connection broken; it reconnects on the next.
+  BOOST_REQUIRE(wait_until(
+    [&] {
+      try {
+        insert_noops(orders_db, "orders", 500);
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    },
+    10s));
+  BOOST_TEST(wait_until([&] { return completed(orders_db, "orders") == 1002; },
+                        60s),
+             "the orders queue did not recover after its database returned");
+  BOOST_TEST_MESSAGE(
+    "orders drained again "
+    << std::chrono::duration_cast<std::chrono::milliseconds>(
+         std::chrono::steady_clock::now() - back)
+         .count()
+    << " ms after its server came back");
+  BOOST_TEST(worker->running());
+  BOOST_TEST(contains(worker->err(), "[error]"));
+
+  worker->signal(SIGTERM);
+  auto code = worker->wait_exit(30s);
+  BOOST_TEST((code && *code == 0));
+  // The graceful stop left both databases: no running job, no nodes row.
+  BOOST_TEST(main_db.scalar("SELECT count(*) FROM worker_nodes") == 0);
+  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM worker_nodes") == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
