@@ -1,5 +1,7 @@
 #include "actor_worker/actors/supervisor.hpp"
 
+#include <algorithm>
+
 #include <caf/actor_cast.hpp>
 #include <caf/system_messages.hpp>
 #include <caf/exit_reason.hpp>
@@ -412,10 +414,21 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
         if (--*remaining == 0)
           finish();
       };
+      // The resignation waits no longer than the drain (a hung database
+      // must not hold the stop; the lease then expires on its own), but at
+      // least a moment, so a healthy one hands over at once even with no
+      // drain budget.
+      auto resign_wait = std::max(st.cfg.config.worker.shutdown_drain,
+                                  defaults::min_resign_wait);
       if (st.lease_keeper)
-        self->request(st.lease_keeper, caf::infinite, resign_atom::value)
+        self->request(st.lease_keeper, resign_wait, resign_atom::value)
           .then([resigned](bool) mutable { resigned(); },
-                [resigned](caf::error&) mutable { resigned(); });
+                [resigned, self](caf::error& err) mutable {
+                  spdlog::warn("giving the leader lease up failed ({}){}; "
+                               "it expires within the reclaim window",
+                               render(err), of_database(self->state.cfg));
+                  resigned();
+                });
       else
         resigned();
       for (auto& [queue, p] : st.pollers)

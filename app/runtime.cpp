@@ -150,8 +150,12 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   hooks_ = std::make_unique<caf::actor>(caf::actor_cast<caf::actor>(hooks));
   auto host = local_host_name();
   auto& all = *shards_;
-  std::lock_guard<std::mutex> guard{all.mtx};
-  all.running = parts.size();
+  {
+    std::lock_guard<std::mutex> guard{all.mtx};
+    all.running = parts.size();
+  }
+  // Not under the lock: a supervisor that ended already runs its functor
+  // (which takes the lock) inside attach_functor.
   for (auto& [name, part] : parts) {
     shards::shard sh;
     sh.database = name;
@@ -173,7 +177,10 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
     sc.sample_interval = sc.config.metrics.queue_stats_interval;
     auto sup = sys.spawn(supervisor_behavior, std::move(sc));
     sh.supervisor = caf::actor_cast<caf::actor>(sup);
-    all.list.push_back(std::move(sh));
+    {
+      std::lock_guard<std::mutex> guard{all.mtx};
+      all.list.push_back(std::move(sh));
+    }
     // Shared: the last functor may still hold the lock after the runtime
     // that waited on `ended` is gone.
     auto state = shards_;

@@ -20,8 +20,10 @@
 #   two   queue `a` in the first server's database, queue `b` in a
 #         [databases.second] on the second server
 #
-# The table gives jobs/s per mode and concurrency, the ratio two/one, and
-# the CPU seconds of the worker process and of each server's backends.
+# The table gives the best run's jobs/s per mode and concurrency, the
+# ratio two/one, the worker process's CPU seconds, and how busy the whole
+# machine was during the drain (every core: on one machine the servers
+# share them with the worker).
 #
 # Knobs: N (200000), CONCURRENCY (10,64), MODES (one,two), REPS (1),
 # PORT (5520; the second server takes PORT+1), BIN (an actor-worker binary;
@@ -62,16 +64,27 @@ url_of() { echo "postgresql://postgres@127.0.0.1:$1/$2"; }
 # CPU seconds of a process (utime + stime).
 TICKS=$(getconf CLK_TCK)
 proc_cpu() { awk -v t="$TICKS" '{ sub(/^.*\) /, ""); split($0, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# CPU seconds of every backend of database DB on PORT (run while they live).
-backends_cpu() {
-  local port=$1 db=$2 total=0 pid
-  for pid in $(sql_at "$port" postgres -c "select pid from pg_stat_activity where datname = '$db' and pid <> pg_backend_pid()"); do
-    total=$(awk -v a="$total" -v b="$(proc_cpu "$pid")" 'BEGIN { print a + b }')
-  done
-  echo "$total"
+# Busy and total jiffies of the whole machine (every core, every process).
+machine_cpu() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
+# Whether jobs of queue Q are left in database DB on PORT: an open claim
+# batch, a row-per-state job not finished, lane rows past the queue's
+# cursor, or no cursor yet while it has lane rows. Index probes only (the
+# `jobs` view would derive every row on every poll and load the server
+# being measured).
+left_in() {
+  local port=$1 db=$2 queue=$3
+  sql_at "$port" "$db" -c "select exists(select 1 from claim_batches where closed_at is null)
+    or exists(select 1 from job_rows where ready_xid is null and state in ('available','scheduled','running'))
+    or exists(select 1 from job_rows r where r.queue = '$queue' and r.ready_xid is not null
+                and not exists(select 1 from claim_cursors c where c.queue = r.queue and c.priority = r.priority))
+    or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
+                where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
+                  and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
+                order by r.ready_xid, r.id limit 1) x where c.queue = '$queue')"
 }
 
-# A fresh migrated database DB on PORT.
+# A fresh database DB on PORT.
 fresh_db() {
   local port=$1 db=$2
   sql_at "$port" postgres -c "drop database if exists $db with (force)" -c "create database $db"
@@ -114,26 +127,20 @@ run_one() {
   sql_at "$PORT" "$db" -c "analyze" -c "checkpoint"
   [ "$mode" = two ] && sql_at "$PORT2" "$db" -c "analyze" -c "checkpoint"
 
-  local t0 t1 pid left cpu_a=0 cpu_b=0 wcpu
+  local t0 t1 pid wcpu mc0 mc1 b0 b1 tt0 tt1
+  mc0=$(machine_cpu)
   t0=$(now)
   "$BIN" --config "$cfg" run --log-level info 2>"$WORK/$db.log" &
   pid=$!
-  while :; do
-    left=$(( $(sql_at "$PORT" "$db" -c "select count(*) from jobs where state <> 'completed'") ))
-    if [ "$mode" = two ]; then
-      left=$((left + $(sql_at "$PORT2" "$db" -c "select count(*) from jobs where state <> 'completed'")))
-    fi
-    [ "$left" = 0 ] && break
+  while [ "$(left_in "$PORT" "$db" a)" = t ] || [ "$(left_in "$port_b" "$db" b)" = t ]; do
     kill -0 "$pid" 2>/dev/null || { cat "$WORK/$db.log" >&2; die "the worker exited during the run"; }
     if [ "$(fsub "$(now)" "$t0" | cut -d. -f1)" -ge "$RUN_TIMEOUT" ]; then
-      die "run timed out after $RUN_TIMEOUT s ($left jobs left)"
+      die "run timed out after $RUN_TIMEOUT s"
     fi
-    # Backends' CPU while they live (the last sample stands).
-    cpu_a=$(backends_cpu "$PORT" "$db")
-    [ "$mode" = two ] && cpu_b=$(backends_cpu "$PORT2" "$db")
-    sleep 0.05
+    sleep 0.1
   done
   t1=$(now)
+  mc1=$(machine_cpu)
   wcpu=$(proc_cpu "$pid")
   kill -TERM "$pid"
   wait "$pid" || { cat "$WORK/$db.log" >&2; die "the worker did not stop cleanly"; }
@@ -150,7 +157,8 @@ run_one() {
   local sec jps
   sec=$(fsub "$t1" "$t0")
   jps=$(fdiv "$N" "$sec" 0)
-  echo "RESULT $mode/c$conc/run$rep jobs_per_sec=$jps seconds=$sec worker_cpu=$wcpu server1_cpu=$cpu_a server2_cpu=$cpu_b"
+  read -r b0 tt0 <<<"$mc0"; read -r b1 tt1 <<<"$mc1"
+  echo "RESULT $mode/c$conc/run$rep jobs_per_sec=$jps seconds=$sec worker_cpu=$wcpu machine_busy_pct=$(fdiv "$((100 * (b1 - b0)))" "$((tt1 - tt0))" 0)"
   sql_at "$PORT" postgres -c "drop database $db with (force)"
   [ "$mode" = two ] && sql_at "$PORT2" postgres -c "drop database $db with (force)"
   return 0
@@ -179,19 +187,19 @@ gawk '
     key = mode "/" conc
     if (!(conc in seen)) { seen[conc] = 1; concs[++n] = conc }
     if (v["jobs_per_sec"] + 0 > rate[key]) {
-      rate[key] = v["jobs_per_sec"] + 0; w[key] = v["worker_cpu"]; s1[key] = v["server1_cpu"]; s2[key] = v["server2_cpu"]
+      rate[key] = v["jobs_per_sec"] + 0; w[key] = v["worker_cpu"]; busy[key] = v["machine_busy_pct"]
     }
   }
   END {
-    printf "\n| concurrency (per queue) | databases | jobs/s | two / one | worker CPU s | server 1 backends CPU s | server 2 backends CPU s |\n"
-    printf "| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n"
+    printf "\n| concurrency (per queue) | databases | jobs/s (best run) | two / one | worker CPU s | machine CPU busy |\n"
+    printf "| ---: | --- | ---: | ---: | ---: | ---: |\n"
     for (i = 1; i <= n; i++) {
       c = concs[i]
       for (m = 1; m <= 2; m++) {
         mode = (m == 1 ? "one" : "two"); key = mode "/" c
         if (!(key in rate)) continue
         ratio = (mode == "two" && rate["one/" c] > 0) ? sprintf("%.2f", rate[key] / rate["one/" c]) : "-"
-        printf "| %s | %s | %d | %s | %s | %s | %s |\n", c, mode, rate[key], ratio, w[key], s1[key], (mode == "two" ? s2[key] : "-")
+        printf "| %s | %s | %d | %s | %s | %s%% |\n", c, mode, rate[key], ratio, w[key], busy[key]
       }
     }
   }

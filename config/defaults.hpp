@@ -28,6 +28,12 @@ constexpr const char* pooler = "none";
 /// names it.
 constexpr const char* database_name = "default";
 
+/// The least a stopping leader waits for its resignation to commit (it
+/// waits up to shutdown_drain otherwise): enough for a healthy database,
+/// so the NOTIFY hands over at once even with shutdown_drain = "0"; past
+/// it the lease simply expires.
+constexpr std::chrono::milliseconds min_resign_wait{500};
+
 /// Claims a queue's poller keeps in flight at once (on different
 /// connections): claims of one lane take turns on its cursor in the
 /// database, but their round trips and the parsing of their rows overlap.

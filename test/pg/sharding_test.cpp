@@ -50,7 +50,7 @@ int64_t count(const aw::test::fresh_database& db, const std::string& where) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(pg_sharding_test)
+BOOST_AUTO_TEST_SUITE(sharding_test)
 
 BOOST_AUTO_TEST_CASE(one_runtime_serves_and_routes_two_databases) {
   aw::test::fresh_database main;
