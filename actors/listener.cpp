@@ -47,7 +47,8 @@ listener_behavior(listener_pointer self, std::string url,
             continue;
           }
           if (n.channel == defaults::queue_controls_channel) {
-            // `queues pause|resume`: "pause:QUEUE" or "resume:QUEUE".
+            // A pause changed (queue_controls' trigger, migrations/016):
+            // "pause:QUEUE" or "resume:QUEUE".
             auto colon = n.payload.find(':');
             if (colon == std::string::npos)
               continue;

@@ -2,8 +2,8 @@
 // The listener: holds the LISTEN connection and turns each NOTIFY into a
 // wake-up for that queue's pollers, each cancel request of `jobs
 // cancel` (channel defaults::cancel_channel) into a cancel for the pollers,
-// and each `queues pause|resume` (defaults::queue_controls_channel) into a
-// pause or resume for that queue's pollers.
+// and each change of a queue's pause (defaults::queue_controls_channel, from
+// queue_controls' trigger) into a pause or resume for that queue's pollers.
 // Runs detached (it blocks in libpq for up to defaults::listen_wait at a
 // time). A lost connection is logged at
 // ERROR and retried with backoff; after reconnecting it wakes every queue,

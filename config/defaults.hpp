@@ -285,9 +285,9 @@ constexpr const char* leader_channel = "actor_worker_leader";
 constexpr int max_rate_limit = 1'000'000;
 constexpr int max_global_concurrency = 1'000'000;
 
-/// The NOTIFY channel of `actor-worker queues pause|resume`: the payload is
-/// "pause:QUEUE" or "resume:QUEUE" (the queue_controls row makes it
-/// durable; a claim of a paused queue reports the pause).
+/// The NOTIFY channel of a queue's pause (named in migrations/016 too): its
+/// trigger sends "pause:QUEUE" or "resume:QUEUE" when a commit changes the
+/// pause, from the CLI, the dashboard or plain SQL (durable in the row).
 constexpr const char* queue_controls_channel = "actor_worker_queue_controls";
 
 /// How long the listener blocks waiting for a NOTIFY before it checks its

@@ -4,7 +4,6 @@
 
 #include <pqxx/pqxx>
 
-#include "actor_worker/config/defaults.hpp"
 #include "sql_statements.hpp"
 
 namespace aw::storage {
@@ -67,14 +66,12 @@ bool queue_known(pqxx::transaction_base& tx, const std::string& queue) {
 }
 
 std::string pause_queue(pqxx::transaction_base& tx, const std::string& queue) {
-  auto row = tx.exec_params1(sql::queue_pause, queue,
-                             std::string{defaults::queue_controls_channel});
+  auto row = tx.exec_params1(sql::queue_pause, queue);
   return row["paused_at"].as<std::string>();
 }
 
 bool resume_queue(pqxx::transaction_base& tx, const std::string& queue) {
-  auto row = tx.exec_params1(sql::queue_resume, queue,
-                             std::string{defaults::queue_controls_channel});
+  auto row = tx.exec_params1(sql::queue_resume, queue);
   return row["was_paused"].as<bool>();
 }
 

@@ -30,13 +30,13 @@ nlohmann::json queues_overview(pqxx::connection_base& conn,
 /// letter of it.
 bool queue_known(pqxx::transaction_base& tx, const std::string& queue);
 
-/// Pauses `queue` cluster-wide and NOTIFYs every worker when `tx` commits.
-/// Returns when the pause began (an earlier pause's time when it already
-/// was paused).
+/// Pauses `queue` cluster-wide (queue_controls' trigger NOTIFYs the workers
+/// when `tx` commits). Returns when the pause began (an earlier pause's
+/// time when it already was paused).
 std::string pause_queue(pqxx::transaction_base& tx, const std::string& queue);
 
-/// Resumes `queue` and NOTIFYs every worker when `tx` commits; returns
-/// whether it had been paused.
+/// Resumes `queue` (the trigger NOTIFYs every worker when `tx` commits, if
+/// it was paused); returns whether it had been paused.
 bool resume_queue(pqxx::transaction_base& tx, const std::string& queue);
 
 /// The queue_controls rows, by queue: {paused, paused_at,

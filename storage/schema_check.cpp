@@ -59,7 +59,10 @@ const std::vector<required_function>& required_functions() {
     {"actor_worker_cleanup_lanes", 2}, {"actor_worker_finish_and_claim", 12},
     {"actor_worker_batch_jobs", 3},     {"actor_worker_row_json", 1},
     {"actor_worker_retry_backoff", 1},  {"actor_worker_dead_letter", 2},
-    {"actor_worker_claim_unlimited", 8}};
+    // Announces pauses (migrations/016); the CLI no longer sends its own.
+    {"actor_worker_queue_controls_notify", 0}};
+  // Not asked for: actor_worker_claim_unlimited (008's claim as 013 renamed
+  // it), called by nothing since 016's claim reads the controls itself.
   return functions;
 }
 
