@@ -47,11 +47,13 @@ std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db, int n,
 }
 
 std::unique_ptr<job_store> serving(const aw::test::fresh_database& db,
-                                   const std::vector<std::string>& kinds) {
+                                   const std::vector<std::string>& kinds,
+                                   std::chrono::milliseconds fence_wait = 200ms) {
   aw::storage::job_store_options opts;
   opts.url = db.url;
   opts.worker_id = "known-kinds-test";
   opts.completed_retention = 1h;
+  opts.fence_wait = fence_wait;
   auto store = std::make_unique<job_store>(opts);
   store->serve(kinds);
   return store;
@@ -128,6 +130,34 @@ BOOST_AUTO_TEST_CASE(lane_claim_sets_aside_other_kinds_and_goes_on_past_them) {
   auto theirs = claim_all(*other_store, 300);
   BOOST_TEST(theirs.jobs.size() == 300u);
   BOOST_TEST(theirs.set_aside.empty());
+}
+
+BOOST_AUTO_TEST_CASE(jobs_of_other_kinds_moved_off_a_held_up_lane_are_set_aside) {
+  aw::test::fresh_database db;
+  // A transaction with an id stays open (the fence is cluster-wide: in the
+  // suites, another database's CREATE DATABASE does this)...
+  auto idle = db.connect();
+  pqxx::work idle_tx{*idle};
+  idle_tx.exec("SELECT pg_current_xact_id()");
+  enqueue_n(db, 30, "new_kind");
+  enqueue_n(db, 5, "noop");
+  // ...past fence_wait: the waiting lane jobs move to the row-per-state
+  // path, and those of the kind this worker lacks are reported as set
+  // aside there (nothing else would ever report them).
+  auto store = serving(db, {"noop"}, 100ms);
+  auto claimed = claim_all(*store, 5);
+  idle_tx.abort();
+  BOOST_TEST(claimed.jobs.size() == 5u);
+  BOOST_REQUIRE(claimed.set_aside.size() == 1u);
+  BOOST_TEST(claimed.set_aside.front().kind == "new_kind");
+  BOOST_TEST(claimed.set_aside.front().count == 30);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'new_kind' "
+                      "AND state = 'available' AND attempt = 0")
+             == 30);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows WHERE "
+                      "ready_xid IS NOT NULL")
+             == 0);
 }
 
 BOOST_AUTO_TEST_CASE(row_per_state_jobs_of_other_kinds_are_not_claimed) {
