@@ -433,7 +433,10 @@ int main(int argc, char** argv) {
     if (*resume_cmd)
       return control_queue_cmd(on(control_queue), control_queue, false);
     if (*queues_cmd)
-      return list_queues(on(""), queues_json);
+    {
+      full.database_named(common.database); // an unknown name: exit 2
+      return list_queues(full, common.database, queues_json);
+    }
     if (*periodic_cmd)
       return list_periodic(on(""), periodic_json);
     if (*enqueue_cmd)

@@ -39,8 +39,11 @@ int check_config(const std::string& file, bool json);
 int list_nodes(const runtime_config& cfg, bool json);
 
 /// `actor-worker queues [--json]`: every queue's jobs by state, the age of
-/// its oldest available job, running jobs per node, pause and limits.
-int list_queues(const runtime_config& cfg, bool json);
+/// its oldest available job, running jobs per node, pause and limits; of
+/// every database of `cfg` (rows then carry "database" when there are
+/// several), or only of `database` when it is not empty.
+int list_queues(const runtime_config& cfg, const std::string& database,
+                bool json);
 
 /// `actor-worker queues pause|resume QUEUE` (`pause` true = pause). An
 /// unknown queue (not in the configuration, no queue_controls row, no job

@@ -26,9 +26,24 @@ std::vector<std::string> configured_queues(const runtime_config& cfg) {
 
 } // namespace
 
-int list_queues(const runtime_config& cfg, bool json) {
-  pqxx::connection conn{cfg.database.url};
-  auto rows = aw::storage::queues_overview(conn, configured_queues(cfg));
+int list_queues(const runtime_config& cfg, const std::string& database,
+                bool json) {
+  // Every database in turn (or the one named), each with the configured
+  // queues that live there; rows name their database when there are
+  // several.
+  auto names = database.empty() ? cfg.database_names()
+                                : std::vector<std::string>{database};
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto& name : names) {
+    auto part = cfg.for_database(name);
+    pqxx::connection conn{part.database.url};
+    auto some = aw::storage::queues_overview(conn, configured_queues(part));
+    for (auto& row : some) {
+      if (cfg.sharded())
+        row["database"] = name;
+      rows.push_back(std::move(row));
+    }
+  }
   if (json) {
     std::cout << rows.dump() << std::endl;
     return exit_ok;
@@ -42,6 +57,8 @@ int list_queues(const runtime_config& cfg, bool json) {
                          : v.is_string() ? v.get<std::string>()
                                          : std::to_string(v.get<int64_t>());
     };
+    if (q.contains("database"))
+      std::cout << "[" << q["database"].get<std::string>() << "] ";
     std::cout << aw::printable(q["queue"].get<std::string>()) << "  "
               << (q["paused"].get<bool>()
                     ? "PAUSED since " + q["paused_at"].get<std::string>()

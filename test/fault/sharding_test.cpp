@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <map>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "fault_fixture.hpp"
 
@@ -87,6 +90,17 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
                           },
                           60s),
                         "not every job completed in both databases");
+  // `queues` lists the queues of every database, each with its database.
+  auto listed_queues = env.run({"--config", cfg, "queues", "--json"});
+  BOOST_REQUIRE_MESSAGE(listed_queues.exit_code == 0, listed_queues.err);
+  std::map<std::string, std::string> home;
+  for (auto& q : nlohmann::json::parse(listed_queues.out))
+    home[q.at("queue").get<std::string>()] = q.at("database").get<std::string>();
+  BOOST_TEST(home["orders"] == "orders");
+  BOOST_TEST(home["default"] == "default");
+  auto only_orders = env.run({"--config", cfg, "--database", "orders",
+                              "queues", "--json"});
+  BOOST_TEST(nlohmann::json::parse(only_orders.out).size() == 1u);
   // Each database has its own nodes row and its own leader.
   BOOST_TEST(main_db.scalar("SELECT count(*) FROM worker_nodes") == 1);
   BOOST_TEST(orders_db.scalar("SELECT count(*) FROM worker_nodes") == 1);
