@@ -75,7 +75,6 @@ struct runtime::shards {
   size_t running = 0;
   caf::error first_error;
   std::promise<caf::error> ended;
-
 };
 
 void configure_actor_system(caf::actor_system_config& sys_cfg,
