@@ -426,19 +426,20 @@ int main(int argc, char** argv) {
                           "to");
       return run_worker(full);
     }
+    // The listings cover every database unless --database names one (an
+    // unknown name: exit 2).
+    if (*nodes_cmd || *queues_cmd || *periodic_cmd)
+      full.database_named(common.database);
     if (*nodes_cmd)
-      return list_nodes(on(""), nodes_json);
+      return list_nodes(full, common.database, nodes_json);
     if (*pause_cmd)
       return control_queue_cmd(on(control_queue), control_queue, true);
     if (*resume_cmd)
       return control_queue_cmd(on(control_queue), control_queue, false);
     if (*queues_cmd)
-    {
-      full.database_named(common.database); // an unknown name: exit 2
       return list_queues(full, common.database, queues_json);
-    }
     if (*periodic_cmd)
-      return list_periodic(on(""), periodic_json);
+      return list_periodic(full, common.database, periodic_json);
     if (*enqueue_cmd)
       return enqueue_job(on(enq.queue), enq);
     if (*list_cmd)

@@ -35,8 +35,11 @@ std::chrono::milliseconds seconds_or_duration(const char* flag,
 /// errors throw config_error (exit 2).
 int check_config(const std::string& file, bool json);
 
-/// `nodes [--json]`: the worker processes of the cluster (worker_nodes).
-int list_nodes(const runtime_config& cfg, bool json);
+/// `nodes [--json]`: the worker processes of the cluster (worker_nodes) of
+/// every database of `cfg` (rows then carry "database" when there are
+/// several), or only of `database` when it is not empty.
+int list_nodes(const runtime_config& cfg, const std::string& database,
+               bool json);
 
 /// `actor-worker queues [--json]`: every queue's jobs by state, the age of
 /// its oldest available job, running jobs per node, pause and limits; of
@@ -52,8 +55,11 @@ int control_queue_cmd(const runtime_config& cfg, const std::string& queue,
                       bool pause);
 
 /// `periodic [--json]`: the configured periodic schedules with their last
-/// and next run (app/periodic_status.hpp has the JSON keys).
-int list_periodic(const runtime_config& cfg, bool json);
+/// and next run (app/periodic_status.hpp has the JSON keys), each read in
+/// the database of its queue ("database" in each row when there are
+/// several), or only those of `database` when it is not empty.
+int list_periodic(const runtime_config& cfg, const std::string& database,
+                  bool json);
 
 /// `run`: a worker node until SIGINT or SIGTERM (graceful).
 int run_worker(const runtime_config& cfg);

@@ -12,10 +12,21 @@
 
 namespace aw::cli {
 
-int list_nodes(const runtime_config& cfg, bool json) {
-  pqxx::connection conn{cfg.database.url};
-  auto rows = nlohmann::json::parse(
-    aw::storage::nodes_json(conn, cfg.worker.reclaim_window));
+int list_nodes(const runtime_config& cfg, const std::string& database,
+               bool json) {
+  // Each database has its own worker_nodes rows and its own leader.
+  auto names = database.empty() ? cfg.database_names()
+                                : std::vector<std::string>{database};
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto& name : names) {
+    pqxx::connection conn{cfg.database_named(name).url};
+    for (auto& row : nlohmann::json::parse(
+           aw::storage::nodes_json(conn, cfg.worker.reclaim_window))) {
+      if (cfg.sharded())
+        row["database"] = name;
+      rows.push_back(std::move(row));
+    }
+  }
   if (json) {
     std::cout << rows.dump() << std::endl;
     return exit_ok;
@@ -25,6 +36,8 @@ int list_nodes(const runtime_config& cfg, bool json) {
     return exit_ok;
   }
   for (auto& n : rows) {
+    if (n.contains("database"))
+      std::cout << "[" << n["database"].get<std::string>() << "] ";
     std::string queues;
     for (auto& q : n["queues"])
       queues += (queues.empty() ? "" : ",") + q.get<std::string>();

@@ -26,15 +26,28 @@ std::string text(const nlohmann::json& v) {
 
 } // namespace
 
-int list_periodic(const runtime_config& cfg, bool json) {
-  pqxx::connection conn{cfg.database.url};
-  std::vector<periodic_row> rows;
-  {
-    pqxx::read_transaction tx(conn);
-    rows = aw::storage::periodic_rows(tx);
+int list_periodic(const runtime_config& cfg, const std::string& database,
+                  bool json) {
+  // Each database's schedules (those whose queue lives there) against its
+  // own periodic_schedules rows.
+  auto names = database.empty() ? cfg.database_names()
+                                : std::vector<std::string>{database};
+  nlohmann::json schedules = nlohmann::json::array();
+  for (auto& name : names) {
+    auto part = cfg.for_database(name);
+    pqxx::connection conn{part.database.url};
+    std::vector<periodic_row> rows;
+    {
+      pqxx::read_transaction tx(conn);
+      rows = aw::storage::periodic_rows(tx);
+    }
+    for (auto& s : periodic_status(part.periodic, rows,
+                                   std::chrono::system_clock::now())) {
+      if (cfg.sharded())
+        s["database"] = name;
+      schedules.push_back(std::move(s));
+    }
   }
-  auto schedules
-    = periodic_status(cfg.periodic, rows, std::chrono::system_clock::now());
   if (json) {
     std::cout << schedules.dump() << std::endl;
     return exit_ok;
@@ -45,6 +58,8 @@ int list_periodic(const runtime_config& cfg, bool json) {
     return exit_ok;
   }
   for (auto& s : schedules) {
+    if (s.contains("database"))
+      std::cout << "[" << s["database"].get<std::string>() << "] ";
     std::cout << text(s["name"]);
     if (!s["configured"].get<bool>()) {
       std::cout << "  NOT CONFIGURED (a row left by a removed schedule)  cron "

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -101,6 +102,14 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
   auto only_orders = env.run({"--config", cfg, "--database", "orders",
                               "queues", "--json"});
   BOOST_TEST(nlohmann::json::parse(only_orders.out).size() == 1u);
+  // `nodes` lists the node once per database, each row with its database.
+  auto listed_nodes = env.run({"--config", cfg, "nodes", "--json"});
+  BOOST_REQUIRE_MESSAGE(listed_nodes.exit_code == 0, listed_nodes.err);
+  std::multiset<std::string> node_databases;
+  for (auto& n : nlohmann::json::parse(listed_nodes.out))
+    node_databases.insert(n.at("database").get<std::string>());
+  BOOST_TEST(node_databases.count("default") == 1u);
+  BOOST_TEST(node_databases.count("orders") == 1u);
   // Each database has its own nodes row and its own leader.
   BOOST_TEST(main_db.scalar("SELECT count(*) FROM worker_nodes") == 1);
   BOOST_TEST(orders_db.scalar("SELECT count(*) FROM worker_nodes") == 1);
