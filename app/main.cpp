@@ -426,10 +426,7 @@ int main(int argc, char** argv) {
                           "to");
       return run_worker(full);
     }
-    // The listings cover every database unless --database names one (an
-    // unknown name: exit 2).
-    if (*nodes_cmd || *queues_cmd || *periodic_cmd)
-      full.database_named(common.database);
+    // The listings cover every database unless --database names one.
     if (*nodes_cmd)
       return list_nodes(full, common.database, nodes_json);
     if (*pause_cmd)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/config/defaults.hpp"
@@ -34,6 +35,12 @@ std::chrono::milliseconds seconds_or_duration(const char* flag,
 /// prints what each node would run; `json`: as a JSON document. Config
 /// errors throw config_error (exit 2).
 int check_config(const std::string& file, bool json);
+
+/// The databases a listing (`queues`, `nodes`, `periodic`) covers: the
+/// one `database` names, else every database of `cfg`. Throws config_error
+/// for a name `cfg` does not define.
+std::vector<std::string> listed_databases(const runtime_config& cfg,
+                                          const std::string& database);
 
 /// `nodes [--json]`: the worker processes of the cluster (worker_nodes) of
 /// every database of `cfg` (rows then carry "database" when there are

@@ -15,10 +15,8 @@ namespace aw::cli {
 int list_nodes(const runtime_config& cfg, const std::string& database,
                bool json) {
   // Each database has its own worker_nodes rows and its own leader.
-  auto names = database.empty() ? cfg.database_names()
-                                : std::vector<std::string>{database};
   nlohmann::json rows = nlohmann::json::array();
-  for (auto& name : names) {
+  for (auto& name : listed_databases(cfg, database)) {
     pqxx::connection conn{cfg.database_named(name).url};
     for (auto& row : nlohmann::json::parse(
            aw::storage::nodes_json(conn, cfg.worker.reclaim_window))) {
@@ -54,6 +52,14 @@ int list_nodes(const runtime_config& cfg, const std::string& database,
               << (n["leader"].get<bool>() ? "  LEADER" : "") << "\n";
   }
   return exit_ok;
+}
+
+std::vector<std::string> listed_databases(const runtime_config& cfg,
+                                          const std::string& database) {
+  if (database.empty())
+    return cfg.database_names();
+  cfg.database_named(database); // throws for an unknown name
+  return {database};
 }
 
 } // namespace aw::cli

@@ -30,10 +30,8 @@ int list_periodic(const runtime_config& cfg, const std::string& database,
                   bool json) {
   // Each database's schedules (those whose queue lives there) against its
   // own periodic_schedules rows.
-  auto names = database.empty() ? cfg.database_names()
-                                : std::vector<std::string>{database};
   nlohmann::json schedules = nlohmann::json::array();
-  for (auto& name : names) {
+  for (auto& name : listed_databases(cfg, database)) {
     auto part = cfg.for_database(name);
     pqxx::connection conn{part.database.url};
     std::vector<periodic_row> rows;

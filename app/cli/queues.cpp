@@ -31,10 +31,8 @@ int list_queues(const runtime_config& cfg, const std::string& database,
   // Every database in turn (or the one named), each with the configured
   // queues that live there; rows name their database when there are
   // several.
-  auto names = database.empty() ? cfg.database_names()
-                                : std::vector<std::string>{database};
   nlohmann::json rows = nlohmann::json::array();
-  for (auto& name : names) {
+  for (auto& name : listed_databases(cfg, database)) {
     auto part = cfg.for_database(name);
     pqxx::connection conn{part.database.url};
     auto some = aw::storage::queues_overview(conn, configured_queues(part));
