@@ -4,7 +4,8 @@
 // lane up), run identity (an outcome of an earlier run never finalizes a
 // later one, even in the same process), releases, rescues of expired
 // batches, claims bounded in bytes, routing of plain INSERTs and UPDATEs
-// through the view, and retention.
+// through the view, retention, and statements on one batch staying within
+// its range when batches share an enqueue transaction (018).
 
 #include <boost/test/unit_test.hpp>
 
@@ -570,6 +571,70 @@ BOOST_AUTO_TEST_CASE(a_claim_lost_in_a_crash_does_not_lend_its_batch_id_on) {
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 4);
   BOOST_TEST(s.check("SELECT closed_at IS NOT NULL AND remaining = 0 "
                      "FROM claim_batches"));
+}
+
+BOOST_AUTO_TEST_CASE(statements_on_a_batch_stay_within_its_range) {
+  // Batches that begin or end inside one enqueue transaction share its
+  // ready_xid with their neighbours: a failure, a release and retention
+  // of one batch touch its own first and last jobs and nothing of the
+  // next batch (migrations/018_lane_ranges.sql names rows by id and keeps
+  // the range as a guard).
+  aw::test::fresh_database db;
+  auto a = enqueue_n(db, 4); // a[0..3]: one transaction
+  auto b = enqueue_n(db, 4); // the next
+  auto c = enqueue_n(db, 4); // and the next
+  auto store = make_store(db, "w1", 1h);
+  auto first = aw::test::claim_settled(store, "default", 6).jobs;
+  BOOST_REQUIRE((ids_of(first)
+                 == std::vector<int64_t>{a[0], a[1], a[2], a[3], b[0], b[1]}));
+  auto second = aw::test::claim_settled(store, "default", 6).jobs;
+  BOOST_REQUIRE((ids_of(second)
+                 == std::vector<int64_t>{b[2], b[3], c[0], c[1], c[2], c[3]}));
+  BOOST_REQUIRE(first[0].batch_id != second[0].batch_id);
+  // The first batch: its first and last jobs fail, the rest complete.
+  std::vector<aw::job_outcome> outcomes{
+    outcome(first, a[0], outcome_kind::retryable_failure, "first"),
+    outcome(first, b[1], outcome_kind::retryable_failure, "last")};
+  for (auto id : {a[1], a[2], a[3], b[0]})
+    outcomes.push_back(outcome(first, id, outcome_kind::completed));
+  for (auto r : aw::test::results(store.finish(outcomes)))
+    BOOST_TEST((r == aw::finish_result::applied));
+  // The second batch: its first job (next to b[1] in one transaction) and
+  // its last are released, the rest complete.
+  BOOST_TEST(store.release({second[0], second[5]}, false) == 2);
+  std::vector<aw::job_outcome> rest;
+  for (auto id : {b[3], c[0], c[1], c[2]})
+    rest.push_back(outcome(second, id, outcome_kind::completed));
+  store.finish(rest);
+  aw::test::db_session s{db.url};
+  auto state = [&](int64_t id) { return s.text("SELECT state" + where(id)); };
+  BOOST_TEST(state(a[0]) == "scheduled");
+  BOOST_TEST(state(b[1]) == "scheduled");
+  BOOST_TEST(s.text("SELECT last_error_message" + where(b[1])) == "last");
+  BOOST_TEST(state(b[2]) == "available");
+  BOOST_TEST(state(c[3]) == "available");
+  BOOST_TEST(s.scalar("SELECT attempt" + where(b[2])) == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 8);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches "
+                      "WHERE closed_at IS NOT NULL") == 2);
+  // Retention takes the eight completed jobs and leaves the four others.
+  s.exec("UPDATE claim_batches SET closed_at = now() - interval '2 hours'");
+  BOOST_TEST(store.delete_expired(100) == 8);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_rows") == 4);
+  BOOST_TEST(state(a[0]) == "scheduled");
+  BOOST_TEST(state(b[2]) == "available");
+  // The released jobs are claimed again as one batch; when its worker
+  // stops heartbeating after completing one, the rescue takes the other.
+  auto third = aw::test::claim_settled(store, "default", 6).jobs;
+  BOOST_REQUIRE((ids_of(third) == std::vector<int64_t>{b[2], c[3]}));
+  store.finish({outcome(third, c[3], outcome_kind::completed)});
+  s.exec("UPDATE claim_batches SET heartbeat_at = now() - interval '1 hour' "
+         "WHERE closed_at IS NULL");
+  auto other = make_store(db, "w2");
+  auto rescued = other.rescue(100);
+  BOOST_REQUIRE_EQUAL(rescued.size(), 1u);
+  BOOST_TEST(rescued[0].id == b[2]);
+  BOOST_TEST(state(c[3]) == "completed");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
