@@ -3,8 +3,16 @@
 // were enqueued. Each job has small args ({"n": i}), like the drain's.
 //
 //   aw-bench-enqueue --url postgresql://... [--jobs 1000000] [--batch 1000]
+//                    [--table NAME]
 //
-// Prints `RESULT enqueue_many jobs=.. batch=.. seconds=.. jobs_per_sec=..`.
+// With --table, the same batches go into table NAME instead, as the
+// statement enqueue_many's bulk path sends them (four arrays unnested into
+// kind, queue, args, priority, ready_xid; RETURNING id), without the rest
+// of enqueue_many: what a row of that table costs, for tables shaped
+// differently from job_rows (bench/latency.sh).
+//
+// Prints `RESULT enqueue_many jobs=.. batch=.. seconds=.. jobs_per_sec=..`,
+// or `RESULT enqueue_arrays/NAME ...` with --table.
 
 #include <chrono>
 #include <cstdio>
@@ -21,7 +29,8 @@ namespace {
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "aw-bench-enqueue: " << why
-            << "\nusage: aw-bench-enqueue --url URL [--jobs N] [--batch N]\n";
+            << "\nusage: aw-bench-enqueue --url URL [--jobs N] [--batch N] "
+               "[--table NAME]\n";
   std::exit(2);
 }
 
@@ -29,6 +38,7 @@ namespace {
 
 int main(int argc, char** argv) {
   std::string url;
+  std::string table;
   long jobs = 1'000'000;
   long batch = 1000;
   for (int i = 1; i < argc; ++i) {
@@ -41,6 +51,8 @@ int main(int argc, char** argv) {
     bool numeric = !value.empty() && *end == '\0' && n > 0;
     if (flag == "--url")
       url = value;
+    else if (flag == "--table" && !value.empty())
+      table = value;
     else if (flag == "--jobs" && numeric)
       jobs = n;
     else if (flag == "--batch" && numeric)
@@ -57,19 +69,47 @@ int main(int argc, char** argv) {
     std::vector<aw::enqueue_request> requests(static_cast<size_t>(batch));
     for (auto& r : requests)
       r.kind = "noop";
+    // --table: enqueue_plain.sql's statement, into another table.
+    std::string statement;
+    if (!table.empty())
+      statement = "INSERT INTO " + conn.quote_name(table)
+                  + " (kind, queue, args, priority, ready_xid)"
+                    " SELECT u.kind, u.queue, u.args, u.priority,"
+                    " pg_current_xact_id()"
+                    " FROM unnest($1::text[], $2::text[], $3::jsonb[],"
+                    " $4::integer[]) AS u(kind, queue, args, priority)"
+                    " RETURNING id";
     auto t0 = std::chrono::steady_clock::now();
     long done = 0;
     while (done < jobs) {
       auto n = std::min(batch, jobs - done);
-      requests.resize(static_cast<size_t>(n));
-      for (long k = 0; k < n; ++k)
-        requests[static_cast<size_t>(k)].args = nlohmann::json{{"n", done + k}};
+      size_t returned = 0;
       pqxx::work tx{conn};
-      auto ids = aw::enqueue_many(tx, requests);
+      if (statement.empty()) {
+        requests.resize(static_cast<size_t>(n));
+        for (long k = 0; k < n; ++k)
+          requests[static_cast<size_t>(k)].args = nlohmann::json{{"n", done + k}};
+        returned = aw::enqueue_many(tx, requests).size();
+      } else {
+        std::string kinds = "{", queues = "{", args = "{", priorities = "{";
+        for (long k = 0; k < n; ++k) {
+          const char* sep = k > 0 ? "," : "";
+          kinds += std::string{sep} + "\"noop\"";
+          queues += std::string{sep} + "\"default\"";
+          args += std::string{sep} + "\"{\\\"n\\\": " + std::to_string(done + k)
+                  + "}\"";
+          priorities += std::string{sep} + "0";
+        }
+        kinds += '}';
+        queues += '}';
+        args += '}';
+        priorities += '}';
+        returned = tx.exec_params(statement, kinds, queues, args, priorities).size();
+      }
       tx.commit();
-      if (ids.size() != static_cast<size_t>(n)) {
+      if (returned != static_cast<size_t>(n)) {
         std::cerr << "aw-bench-enqueue: a batch of " << n << " returned "
-                  << ids.size() << " ids\n";
+                  << returned << " ids\n";
         return 1;
       }
       done += n;
@@ -77,8 +117,9 @@ int main(int argc, char** argv) {
     double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - t0)
                        .count();
-    std::printf("RESULT enqueue_many jobs=%ld batch=%ld seconds=%.3f "
-                "jobs_per_sec=%.0f\n",
+    std::printf("RESULT %s jobs=%ld batch=%ld seconds=%.3f jobs_per_sec=%.0f\n",
+                table.empty() ? "enqueue_many"
+                              : ("enqueue_arrays/" + table).c_str(),
                 done, batch, seconds, static_cast<double>(done) / seconds);
   } catch (const std::exception& e) {
     std::cerr << "aw-bench-enqueue: " << e.what() << "\n";
