@@ -142,6 +142,10 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
   opts.url = db.url;
   opts.worker_id = "w1";
   opts.completed_retention = 1h;
+  // The lane shapes below need lane claims: the commit-order fence is
+  // cluster-wide, and another suite's transaction held past the runtime's
+  // 200 ms (a CREATE DATABASE) would send them down the row-per-state path.
+  opts.fence_wait = 30s;
   aw::storage::job_store store{opts};
   // Queue a: 300 claimed in batches, 240 of them completed (lane
   // completed), 60 left running; 100 still available on the lane.
