@@ -1,7 +1,6 @@
 #include "actor_worker/app/dashboard.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/app/dashboard_assets.hpp"
+#include "actor_worker/app/dashboard_pool.hpp"
 #include "actor_worker/app/dashboard_security.hpp"
 #include "actor_worker/app/periodic_status.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
@@ -30,98 +30,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* json_type = "application/json";
-
-/// How long a request waits for one of the dashboard's connections.
-constexpr auto connection_wait = std::chrono::seconds{5};
-
-/// The dashboard's connections: at most `max`, opened on first use, shared
-/// by the endpoint's threads. A connection that broke is dropped; the next
-/// request opens a new one.
-class connection_pool {
-public:
-  connection_pool(std::string url, bool session_settings, size_t max)
-    : url_(std::move(url)), session_settings_(session_settings), max_(max) {
-  }
-
-  class lease {
-  public:
-    lease(connection_pool* pool, std::unique_ptr<pqxx::connection> conn)
-      : pool_(pool), conn_(std::move(conn)) {
-    }
-    lease(lease&&) = default;
-    ~lease() {
-      if (pool_ != nullptr)
-        pool_->give_back(std::move(conn_), broken_);
-    }
-    pqxx::connection& operator*() {
-      return *conn_;
-    }
-    void broken() {
-      broken_ = true;
-    }
-
-  private:
-    connection_pool* pool_;
-    std::unique_ptr<pqxx::connection> conn_;
-    bool broken_ = false;
-  };
-
-  struct busy : std::runtime_error {
-    busy()
-      : std::runtime_error("the dashboard's database connections are all "
-                           "busy; try again") {
-    }
-  };
-
-  lease take() {
-    std::unique_lock<std::mutex> lock{mtx_};
-    if (!cv_.wait_for(lock, connection_wait,
-                      [&] { return !idle_.empty() || open_ < max_; }))
-      throw busy{};
-    if (!idle_.empty()) {
-      auto conn = std::move(idle_.back());
-      idle_.pop_back();
-      return lease{this, std::move(conn)};
-    }
-    ++open_;
-    lock.unlock();
-    try {
-      auto conn = std::make_unique<pqxx::connection>(url_);
-      // A session of our own (not behind a transaction-mode pooler, where
-      // a session setting would leak to other clients): named in
-      // pg_stat_activity, and no read runs away.
-      if (session_settings_) {
-        pqxx::nontransaction tx{*conn};
-        tx.exec("SET application_name = 'actor-worker dashboard'");
-        tx.exec("SET statement_timeout = '15s'");
-      }
-      return lease{this, std::move(conn)};
-    } catch (...) {
-      std::lock_guard<std::mutex> guard{mtx_};
-      --open_;
-      cv_.notify_one();
-      throw;
-    }
-  }
-
-private:
-  void give_back(std::unique_ptr<pqxx::connection> conn, bool broken) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (broken || !conn || !conn->is_open())
-      --open_;
-    else
-      idle_.push_back(std::move(conn));
-    cv_.notify_one();
-  }
-
-  std::string url_;
-  bool session_settings_;
-  size_t max_;
-  std::mutex mtx_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<pqxx::connection>> idle_;
-  size_t open_ = 0;
-};
 
 /// A request the handler refuses, with its status.
 struct bad_request : std::runtime_error {
@@ -221,7 +129,7 @@ struct dashboard::impl {
   dashboard_node node;
   std::shared_ptr<const prometheus_observer> metrics;
   dashboard_policy policy;
-  connection_pool pool;
+  dashboard_pool pool;
   /// The overview's own sample of the queues while this node does not
   /// lead (only the leader's maintenance samples them): read on demand,
   /// at most once per queue_stats_interval.
@@ -267,7 +175,7 @@ struct dashboard::impl {
       h(req, res);
     } catch (const bad_request& e) {
       send_error(res, e.status, e.what());
-    } catch (const connection_pool::busy& e) {
+    } catch (const dashboard_pool::busy& e) {
       send_error(res, 503, e.what());
     } catch (const pqxx::broken_connection&) {
       send_error(res, 503, "database unreachable");
