@@ -1,7 +1,6 @@
 #include "actor_worker/app/dashboard.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/app/dashboard_assets.hpp"
+#include "actor_worker/app/dashboard_pool.hpp"
 #include "actor_worker/app/dashboard_security.hpp"
 #include "actor_worker/app/periodic_status.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
@@ -30,98 +30,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* json_type = "application/json";
-
-/// How long a request waits for one of the dashboard's connections.
-constexpr auto connection_wait = std::chrono::seconds{5};
-
-/// The dashboard's connections: at most `max`, opened on first use, shared
-/// by the endpoint's threads. A connection that broke is dropped; the next
-/// request opens a new one.
-class connection_pool {
-public:
-  connection_pool(std::string url, bool session_settings, size_t max)
-    : url_(std::move(url)), session_settings_(session_settings), max_(max) {
-  }
-
-  class lease {
-  public:
-    lease(connection_pool* pool, std::unique_ptr<pqxx::connection> conn)
-      : pool_(pool), conn_(std::move(conn)) {
-    }
-    lease(lease&&) = default;
-    ~lease() {
-      if (pool_ != nullptr)
-        pool_->give_back(std::move(conn_), broken_);
-    }
-    pqxx::connection& operator*() {
-      return *conn_;
-    }
-    void broken() {
-      broken_ = true;
-    }
-
-  private:
-    connection_pool* pool_;
-    std::unique_ptr<pqxx::connection> conn_;
-    bool broken_ = false;
-  };
-
-  struct busy : std::runtime_error {
-    busy()
-      : std::runtime_error("the dashboard's database connections are all "
-                           "busy; try again") {
-    }
-  };
-
-  lease take() {
-    std::unique_lock<std::mutex> lock{mtx_};
-    if (!cv_.wait_for(lock, connection_wait,
-                      [&] { return !idle_.empty() || open_ < max_; }))
-      throw busy{};
-    if (!idle_.empty()) {
-      auto conn = std::move(idle_.back());
-      idle_.pop_back();
-      return lease{this, std::move(conn)};
-    }
-    ++open_;
-    lock.unlock();
-    try {
-      auto conn = std::make_unique<pqxx::connection>(url_);
-      // A session of our own (not behind a transaction-mode pooler, where
-      // a session setting would leak to other clients): named in
-      // pg_stat_activity, and no read runs away.
-      if (session_settings_) {
-        pqxx::nontransaction tx{*conn};
-        tx.exec("SET application_name = 'actor-worker dashboard'");
-        tx.exec("SET statement_timeout = '15s'");
-      }
-      return lease{this, std::move(conn)};
-    } catch (...) {
-      std::lock_guard<std::mutex> guard{mtx_};
-      --open_;
-      cv_.notify_one();
-      throw;
-    }
-  }
-
-private:
-  void give_back(std::unique_ptr<pqxx::connection> conn, bool broken) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (broken || !conn || !conn->is_open())
-      --open_;
-    else
-      idle_.push_back(std::move(conn));
-    cv_.notify_one();
-  }
-
-  std::string url_;
-  bool session_settings_;
-  size_t max_;
-  std::mutex mtx_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<pqxx::connection>> idle_;
-  size_t open_ = 0;
-};
 
 /// A request the handler refuses, with its status.
 struct bad_request : std::runtime_error {
@@ -217,22 +125,79 @@ double unix_seconds(std::chrono::system_clock::time_point t) {
 } // namespace
 
 struct dashboard::impl {
+  /// What the dashboard keeps of one configured database.
+  struct database_state {
+    /// "default" ([database]) or a [databases.NAME] name.
+    std::string name;
+    /// The configuration as the node runs it against this database: its
+    /// settings as [database], and only the queues and periodic schedules
+    /// that live there.
+    runtime_config part;
+    /// A few connections of its own, opened on first use.
+    dashboard_pool pool;
+    /// The overview's own sample of the database's queues while this node
+    /// does not lead it (only the leader's maintenance samples them): read
+    /// on demand, at most once per queue_stats_interval.
+    std::mutex own_sample_mtx;
+    queue_snapshot own_sample;
+
+    database_state(const runtime_config& cfg, std::string n)
+      : name(std::move(n)), part(cfg.for_database(name)),
+        pool(part.database.url, part.database.pooler != "transaction", 3) {
+    }
+  };
+
   runtime_config cfg;
   dashboard_node node;
   std::shared_ptr<const prometheus_observer> metrics;
   dashboard_policy policy;
-  connection_pool pool;
-  /// The overview's own sample of the queues while this node does not
-  /// lead (only the leader's maintenance samples them): read on demand,
-  /// at most once per queue_stats_interval.
-  std::mutex own_sample_mtx;
-  queue_snapshot own_sample;
+  /// Every configured database, "default" first (fixed after the
+  /// constructor, so requests read it without a lock).
+  std::vector<std::unique_ptr<database_state>> databases;
 
   impl(const runtime_config& c, dashboard_node n,
        std::shared_ptr<const prometheus_observer> m)
     : cfg(c), node(std::move(n)), metrics(std::move(m)),
-      policy(dashboard_policy::from(c.http, c.http.resolve_token())),
-      pool(c.database.url, c.database.pooler != "transaction", 3) {
+      policy(dashboard_policy::from(c.http, c.http.resolve_token())) {
+    for (auto& name : cfg.database_names())
+      databases.push_back(std::make_unique<database_state>(cfg, name));
+  }
+
+  /// The database a request names with `database=NAME` (absent or empty:
+  /// the default one). An unknown name is refused with 400, listing the
+  /// configured names (never their URLs).
+  database_state& database_for(const httplib::Request& req) {
+    auto name = param_text(req, "database");
+    if (name.empty())
+      return *databases.front();
+    for (auto& db : databases)
+      if (db->name == name)
+        return *db;
+    std::string names;
+    for (auto& db : databases)
+      names += (names.empty() ? "" : ", ") + db->name;
+    throw bad_request(400, "no database named '" + name
+                             + "' (the configured databases: " + names
+                             + ")");
+  }
+
+  /// " (database 'NAME')" for the messages about a request's database when
+  /// the node has several; "" with one, so its messages read as always.
+  std::string about_database(const httplib::Request& req) const {
+    if (!cfg.sharded())
+      return {};
+    auto name = req.has_param("database") ? req.get_param_value("database")
+                                          : std::string{};
+    return " (database '"
+           + printable(name.empty() ? std::string{defaults::database_name}
+                                    : name)
+           + "')";
+  }
+
+  /// " in database 'NAME'" for a not-found message when the node has
+  /// several databases (the id may be in another); "" with one.
+  std::string in_database(const database_state& db) const {
+    return cfg.sharded() ? " in database '" + db.name + "'" : std::string{};
   }
 
   using handler = std::function<void(const httplib::Request&,
@@ -263,33 +228,37 @@ struct dashboard::impl {
       send_error(res, no.status, no.error);
       return;
     }
+    // The database errors below come from the database the request named
+    // (an unknown name is a bad_request before any connection).
     try {
       h(req, res);
     } catch (const bad_request& e) {
       send_error(res, e.status, e.what());
-    } catch (const connection_pool::busy& e) {
-      send_error(res, 503, e.what());
+    } catch (const dashboard_pool::busy& e) {
+      send_error(res, 503, e.what() + about_database(req));
     } catch (const pqxx::broken_connection&) {
-      send_error(res, 503, "database unreachable");
+      send_error(res, 503, "database unreachable" + about_database(req));
     } catch (const pqxx::sql_error& e) {
       if (e.sqlstate() == "57014") {
-        send_error(res, 503, "the database took too long to answer");
+        send_error(res, 503, "the database took too long to answer"
+                               + about_database(req));
         return;
       }
-      spdlog::error("dashboard: {} {}: {}", req.method, printable(req.path),
-                    printable(e.what()));
+      spdlog::error("dashboard: {} {}{}: {}", req.method, printable(req.path),
+                    about_database(req), printable(e.what()));
       send_error(res, 500, "database error (see the worker's log)");
     } catch (const std::exception& e) {
-      spdlog::error("dashboard: {} {}: {}", req.method, printable(req.path),
-                    printable(e.what()));
+      spdlog::error("dashboard: {} {}{}: {}", req.method, printable(req.path),
+                    about_database(req), printable(e.what()));
       send_error(res, 500, "internal error (see the worker's log)");
     }
   }
 
-  /// Runs `fn(conn)` on a pooled connection; a broken one is dropped.
+  /// Runs `fn(conn)` on a pooled connection to `db`; a broken one is
+  /// dropped.
   template <class F>
-  auto with_db(F&& fn) {
-    auto lease = pool.take();
+  auto with_db(database_state& db, F&& fn) {
+    auto lease = db.pool.take();
     try {
       return fn(*lease);
     } catch (const pqxx::broken_connection&) {
@@ -305,6 +274,11 @@ struct dashboard::impl {
 
   void session(const httplib::Request& req, httplib::Response& res) {
     bool valid = token_matches(policy, req.get_header_value("Authorization"));
+    // The names only (the page offers a choice when there are several);
+    // never a URL.
+    json names = json::array();
+    for (auto& db : databases)
+      names.push_back(db->name);
     send_json(res, 200,
               json{{"read_only", policy.read_only},
                    {"protect_reads", policy.protect_reads},
@@ -313,29 +287,47 @@ struct dashboard::impl {
                    {"token_valid", valid},
                    {"charts", dashboard_has_charts()},
                    {"version", node.version},
-                   {"worker_id", node.worker_id}});
+                   {"worker_id", node.worker_id},
+                   {"databases", std::move(names)},
+                   {"default_database", defaults::database_name}});
   }
 
-  /// The leader's sample when this node leads; otherwise one of its own,
-  /// no older than the sample interval.
-  queue_snapshot queue_sample() {
-    auto snapshot = metrics->latest_sample();
+  /// `db`'s sample: its leader's when this node leads it; otherwise one of
+  /// the dashboard's own, no older than the sample interval.
+  queue_snapshot queue_sample(database_state& db) {
+    auto snapshot = metrics->latest_sample(db.name);
     if (snapshot.taken)
       return snapshot;
-    std::lock_guard<std::mutex> guard{own_sample_mtx};
+    std::lock_guard<std::mutex> guard{db.own_sample_mtx};
     auto now = std::chrono::system_clock::now();
-    if (!own_sample.taken
-        || now - *own_sample.taken >= cfg.metrics.queue_stats_interval) {
-      own_sample.queues = with_db([](pqxx::connection& c) {
+    if (!db.own_sample.taken
+        || now - *db.own_sample.taken >= cfg.metrics.queue_stats_interval) {
+      db.own_sample.queues = with_db(db, [](pqxx::connection& c) {
         return storage::dashboard_queue_samples(c);
       });
-      own_sample.taken = now;
+      db.own_sample.taken = now;
     }
-    return own_sample;
+    return db.own_sample;
   }
 
-  void overview(const httplib::Request&, httplib::Response& res) {
-    auto snapshot = queue_sample();
+  /// The node's throughput ring, of the queues that live in `db` only.
+  json throughput_of(const database_state& db) const {
+    auto throughput = metrics->throughput_json();
+    if (!cfg.sharded())
+      return throughput;
+    auto& queues = throughput["queues"];
+    for (auto it = queues.begin(); it != queues.end();) {
+      if (cfg.database_of(it.key()) != db.name)
+        it = queues.erase(it);
+      else
+        ++it;
+    }
+    return throughput;
+  }
+
+  void overview(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
+    auto snapshot = queue_sample(db);
     auto slots = metrics->slots_by_queue();
     std::map<std::string, json> queues;
     auto row = [](const std::string& name) {
@@ -358,7 +350,7 @@ struct dashboard::impl {
         = q.available > 0 ? q.oldest_available_age_seconds : 0.0;
       queues[q.queue] = std::move(r);
     }
-    for (auto& q : cfg.queues) {
+    for (auto& q : db.part.queues) {
       if (queues.count(q.name) == 0)
         queues[q.name] = row(q.name);
       auto s = slots.find(q.name);
@@ -366,9 +358,9 @@ struct dashboard::impl {
         = json{{"concurrency", q.concurrency},
                {"running", s != slots.end() ? s->second.running : 0}};
     }
-    // The cluster-wide controls, read now (the pause must not wait for the
-    // next sample).
-    auto controls = with_db([&](pqxx::connection& c) {
+    // The database's queue controls, read now (the pause must not wait for
+    // the next sample).
+    auto controls = with_db(db, [&](pqxx::connection& c) {
       pqxx::read_transaction tx{c, "aw_dashboard_queue_controls"};
       return storage::queue_controls(tx);
     });
@@ -381,10 +373,12 @@ struct dashboard::impl {
     json list = json::array();
     for (auto& [name, q] : queues)
       list.push_back(std::move(q));
-    auto ready = metrics->ready();
+    // Null when this node works with no queue or schedule of `db`.
+    auto ready = metrics->ready_of(db.name);
     send_json(
       res, 200,
-      json{{"now", unix_seconds(std::chrono::system_clock::now())},
+      json{{"database", db.name},
+           {"now", unix_seconds(std::chrono::system_clock::now())},
            {"sample",
             {{"taken_at", snapshot.taken
                             ? json(unix_seconds(*snapshot.taken))
@@ -393,14 +387,15 @@ struct dashboard::impl {
               std::chrono::duration<double>(cfg.metrics.queue_stats_interval)
                 .count()}}},
            {"queues", std::move(list)},
-           {"throughput", metrics->throughput_json()},
-           {"ready", ready.to_json()}});
+           {"throughput", throughput_of(db)},
+           {"ready", ready ? ready->to_json() : json(nullptr)}});
   }
 
-  void nodes(const httplib::Request&, httplib::Response& res) {
+  void nodes(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto slots = metrics->slots_by_queue();
     json queues = json::array();
-    for (auto& q : cfg.queues) {
+    for (auto& q : db.part.queues) {
       auto s = slots.find(q.name);
       int running = s != slots.end() ? s->second.running : 0;
       queues.push_back({{"queue", q.name},
@@ -409,6 +404,7 @@ struct dashboard::impl {
                         {"free", std::max(0, q.concurrency - running)}});
     }
     auto now = std::chrono::system_clock::now();
+    // The node's readiness as /readyz answers it (every database's).
     auto ready = metrics->ready();
     json self{{"worker_id", node.worker_id},
               {"node", cfg.worker.node},
@@ -421,8 +417,9 @@ struct dashboard::impl {
               {"queues", std::move(queues)},
               {"kinds", node.kinds},
               {"this_node", true}};
-    // Every process of the cluster, as it registered (worker_nodes).
-    auto cluster = with_db([&](pqxx::connection& c) {
+    // Every process of the cluster, as it registered in this database
+    // (worker_nodes).
+    auto cluster = with_db(db, [&](pqxx::connection& c) {
       return storage::nodes_json(c, cfg.worker.reclaim_window);
     });
     auto processes = json::parse(cluster);
@@ -431,7 +428,8 @@ struct dashboard::impl {
       if (p.value("leader", false))
         leader = p["worker_id"];
     send_json(res, 200,
-              json{{"nodes", json::array({std::move(self)})},
+              json{{"database", db.name},
+                   {"nodes", json::array({std::move(self)})},
                    {"cluster", std::move(processes)},
                    {"leader", std::move(leader)},
                    {"note", "Every worker process registers at start and "
@@ -439,18 +437,25 @@ struct dashboard::impl {
                             "one not seen for the reclaim window is shown "
                             "dead. The leader (elected through a lease row) "
                             "alone runs the cluster's maintenance: rescues, "
-                            "cleanup and queue samples."}});
+                            "cleanup and queue samples."
+                            + std::string{cfg.sharded()
+                                            ? " Each database has its own "
+                                              "rows and its own leader."
+                                            : ""}}});
   }
 
-  void schedules(const httplib::Request&, httplib::Response& res) {
-    // The configured schedules beside their rows (periodic_schedules).
-    auto rows = with_db([&](pqxx::connection& c) {
+  void schedules(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
+    // The schedules whose queue lives in `db` beside its rows
+    // (periodic_schedules): that database's leader enqueues their ticks.
+    auto rows = with_db(db, [&](pqxx::connection& c) {
       pqxx::read_transaction tx(c);
       return storage::periodic_rows(tx);
     });
     send_json(res, 200,
-              json{{"schedules",
-                    periodic_status(cfg.periodic, rows,
+              json{{"database", db.name},
+                   {"schedules",
+                    periodic_status(db.part.periodic, rows,
                                     std::chrono::system_clock::now())},
                    {"note", "Each tick of a [periodic.NAME] schedule is "
                             "enqueued once across the cluster, by the node "
@@ -460,6 +465,7 @@ struct dashboard::impl {
   }
 
   void jobs(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     storage::dashboard_job_filter f;
     f.state = param_text(req, "state");
     if (!f.state.empty()) {
@@ -476,15 +482,16 @@ struct dashboard::impl {
     auto page_at = page_of(req);
     f.before = page_at.before;
     f.limit = page_at.limit;
-    auto page = with_db([&](pqxx::connection& c) {
+    auto page = with_db(db, [&](pqxx::connection& c) {
       return storage::dashboard_jobs(c, f);
     });
     send_json(res, 200, page_json("jobs", page));
   }
 
   void job(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto id = path_id(req);
-    auto [row, dead] = with_db([&](pqxx::connection& c) {
+    auto [row, dead] = with_db(db, [&](pqxx::connection& c) {
       auto r = storage::job_json(c, id);
       std::optional<std::string> d;
       if (!r)
@@ -492,7 +499,8 @@ struct dashboard::impl {
       return std::make_pair(r, d);
     });
     if (!row && !dead)
-      throw bad_request(404, "no job " + std::to_string(id));
+      throw bad_request(404, "no job " + std::to_string(id)
+                               + in_database(db));
     send_json(res, 200,
               json{{"job", row ? json::parse(*row) : json(nullptr)},
                    {"dead_letter", dead ? json::parse(*dead) : json(nullptr)}});
@@ -507,46 +515,52 @@ struct dashboard::impl {
   }
 
   void dead_letters(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     storage::dashboard_dead_letter_filter f;
     f.match = dead_letter_filter_of(req);
     auto page_at = page_of(req);
     f.before = page_at.before;
     f.limit = page_at.limit;
-    auto page = with_db([&](pqxx::connection& c) {
+    auto page = with_db(db, [&](pqxx::connection& c) {
       return storage::dashboard_dead_letters(c, f);
     });
     send_json(res, 200, page_json("dead_letters", page));
   }
 
   void dead_letter(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto id = path_id(req);
-    auto row = with_db([&](pqxx::connection& c) {
+    auto row = with_db(db, [&](pqxx::connection& c) {
       return storage::dead_letter_json(c, id);
     });
     if (!row)
-      throw bad_request(404, "no dead letter " + std::to_string(id));
+      throw bad_request(404, "no dead letter " + std::to_string(id)
+                               + in_database(db));
     send_json(res, 200, json{{"dead_letter", json::parse(*row)}});
   }
 
   void dead_letter_count(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto f = dead_letter_filter_of(req);
-    auto n = with_db([&](pqxx::connection& c) {
+    auto n = with_db(db, [&](pqxx::connection& c) {
       return storage::count_dead_letters(c, f);
     });
     send_json(res, 200, json{{"count", n}});
   }
 
   void failures(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto limit = param_int(req, "limit", 100, 1, 500);
-    auto groups = with_db([&](pqxx::connection& c) {
+    auto groups = with_db(db, [&](pqxx::connection& c) {
       return storage::failure_groups_json(c, limit);
     });
     send_json(res, 200, "{\"groups\":" + groups + "}");
   }
 
   void audit(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto at = page_of(req);
-    auto page = with_db([&](pqxx::connection& c) {
+    auto page = with_db(db, [&](pqxx::connection& c) {
       return storage::audit_log_page(c, at.before, at.limit);
     });
     send_json(res, 200, page_json("entries", page));
@@ -559,14 +573,17 @@ struct dashboard::impl {
   /// returns the status and body to answer.
   template <class F>
   void act(const httplib::Request& req, httplib::Response& res,
-           const std::string& action, const json& target, F&& fn) {
+           database_state& db, const std::string& action, const json& target,
+           F&& fn) {
     storage::audit_entry entry;
     entry.action = action;
     entry.target_json = target.dump();
     entry.remote_addr = req.remote_addr;
     entry.user_agent = req.get_header_value("User-Agent").substr(0, 300);
     entry.worker = node.worker_id;
-    auto [status, body] = with_db([&](pqxx::connection& c) {
+    // The action and its audit row commit together, in the database the
+    // request named.
+    auto [status, body] = with_db(db, [&](pqxx::connection& c) {
       pqxx::work tx{c, "aw_dashboard_action"};
       // Bulk actions move many rows; they get longer than a read.
       tx.exec("SET LOCAL statement_timeout = '300s'");
@@ -575,9 +592,9 @@ struct dashboard::impl {
       tx.commit();
       return answer;
     });
-    spdlog::info("dashboard: {} {} from {}: {}", action,
-                 printable(entry.target_json), req.remote_addr,
-                 printable(entry.outcome));
+    spdlog::info("dashboard: {} {}{} from {}: {}", action,
+                 printable(entry.target_json), about_database(req),
+                 req.remote_addr, printable(entry.outcome));
     send_json(res, status, body);
   }
 
@@ -597,9 +614,10 @@ struct dashboard::impl {
   }
 
   void job_retry(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto id = path_id(req);
     body_of(req);
-    act(req, res, "job.retry", json{{"job_id", id}},
+    act(req, res, db, "job.retry", json{{"job_id", id}},
         [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
           auto r = storage::retry_job(tx, id, defaults::notify_channel);
           const auto& was = r.position.state;
@@ -622,6 +640,7 @@ struct dashboard::impl {
               e.outcome = "not found";
               return std::make_pair(
                 404, json{{"error", "no job " + std::to_string(id)
+                                      + in_database(db)
                                       + " (a dead-lettered job is retried "
                                         "from its dead letter)"}});
           }
@@ -631,19 +650,29 @@ struct dashboard::impl {
   /// POST /api/queues/pause and /api/queues/resume, body {"queue": "Q"}:
   /// `actor-worker queues pause|resume Q`, audited. A queue the database
   /// does not know (no queue_controls row, no job, no dead letter) and this
-  /// node does not serve is refused with 404, nothing changed.
+  /// node does not serve is refused with 404, nothing changed; one that
+  /// lives in another database than the request's, with 400.
   void queue_control(const httplib::Request& req, httplib::Response& res,
                      bool pause) {
+    auto& db = database_for(req);
     auto body = body_of(req);
     auto q = body.find("queue");
     if (q == body.end() || !q->is_string() || q->get<std::string>().empty())
       throw bad_request(400, "give the queue: {\"queue\": \"NAME\"}");
     auto queue = q->get<std::string>();
-    act(req, res, pause ? "queue.pause" : "queue.resume",
+    // A queue's controls live in its database: pausing it in another would
+    // stop nothing.
+    auto& home = cfg.database_of(queue);
+    if (home != db.name)
+      throw bad_request(400, "queue '" + queue + "' lives in database '"
+                               + home + "', not '" + db.name
+                               + "': give database=" + home
+                               + " (nothing changed)");
+    act(req, res, db, pause ? "queue.pause" : "queue.resume",
         json{{"queue", queue}},
         [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
           bool served = std::any_of(
-            cfg.queues.begin(), cfg.queues.end(),
+            db.part.queues.begin(), db.part.queues.end(),
             [&](const queue_config& c) { return c.name == queue; });
           if (!served && !storage::queue_known(tx, queue)) {
             e.outcome = "refused: unknown queue";
@@ -675,9 +704,10 @@ struct dashboard::impl {
   }
 
   void job_cancel(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto id = path_id(req);
     body_of(req);
-    act(req, res, "job.cancel", json{{"job_id", id}},
+    act(req, res, db, "job.cancel", json{{"job_id", id}},
         [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
           auto r = storage::cancel_job(tx, id, defaults::notify_channel,
                                        defaults::cancel_channel);
@@ -709,15 +739,17 @@ struct dashboard::impl {
             default:
               e.outcome = "not found";
               return std::make_pair(
-                404, json{{"error", "no job " + std::to_string(id)}});
+                404, json{{"error", "no job " + std::to_string(id)
+                                      + in_database(db)}});
           }
         });
   }
 
   void retry_dead_letters(const httplib::Request& req, httplib::Response& res,
+                          database_state& db,
                           const storage::dead_letter_filter& f,
                           const json& target) {
-    act(req, res, "dead_letter.retry", target,
+    act(req, res, db, "dead_letter.retry", target,
         [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
           auto moved = storage::retry_dead_letters(tx, f);
           e.affected = static_cast<int64_t>(moved.size());
@@ -735,7 +767,8 @@ struct dashboard::impl {
           if (f.id != 0 && moved.empty()) {
             e.outcome = "not found";
             return std::make_pair(
-              404, json{{"error", "no dead letter " + std::to_string(f.id)}});
+              404, json{{"error", "no dead letter " + std::to_string(f.id)
+                                    + in_database(db)}});
           }
           return std::make_pair(
             200, json{{"retried", moved.size()}, {"jobs", std::move(jobs)}});
@@ -743,9 +776,10 @@ struct dashboard::impl {
   }
 
   void purge_dead_letters(const httplib::Request& req, httplib::Response& res,
+                          database_state& db,
                           const storage::dead_letter_filter& f,
                           const json& target) {
-    act(req, res, "dead_letter.purge", target,
+    act(req, res, db, "dead_letter.purge", target,
         [&](pqxx::transaction_base& tx, storage::audit_entry& e) {
           auto r = storage::purge_dead_letters(tx, f);
           e.affected = r.purged;
@@ -755,24 +789,27 @@ struct dashboard::impl {
           if (f.id != 0 && r.purged == 0) {
             e.outcome = "not found";
             return std::make_pair(
-              404, json{{"error", "no dead letter " + std::to_string(f.id)}});
+              404, json{{"error", "no dead letter " + std::to_string(f.id)
+                                    + in_database(db)}});
           }
           return std::make_pair(200, json{{"purged", r.purged}});
         });
   }
 
   void dead_letter_retry(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     storage::dead_letter_filter f;
     f.id = path_id(req);
     body_of(req);
-    retry_dead_letters(req, res, f, json{{"dead_letter_id", f.id}});
+    retry_dead_letters(req, res, db, f, json{{"dead_letter_id", f.id}});
   }
 
   void dead_letter_purge(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     storage::dead_letter_filter f;
     f.id = path_id(req);
     body_of(req);
-    purge_dead_letters(req, res, f, json{{"dead_letter_id", f.id}});
+    purge_dead_letters(req, res, db, f, json{{"dead_letter_id", f.id}});
   }
 
   /// A bulk action's filter: {"queue", "kind", "fingerprint"} (strings),
@@ -813,13 +850,15 @@ struct dashboard::impl {
   }
 
   void dead_letters_retry(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto [f, target] = bulk_filter(req);
-    retry_dead_letters(req, res, f, target);
+    retry_dead_letters(req, res, db, f, target);
   }
 
   void dead_letters_purge(const httplib::Request& req, httplib::Response& res) {
+    auto& db = database_for(req);
     auto [f, target] = bulk_filter(req);
-    purge_dead_letters(req, res, f, target);
+    purge_dead_letters(req, res, db, f, target);
   }
 };
 

@@ -5,16 +5,25 @@
 //   GET  /, /app.js, /app.css, /vendor/chart.min.js   the page (compiled in)
 //   GET  /api/session        what the page may do (open, even with
 //                            protect_reads: the page learns it needs the
-//                            token)
-//   GET  /api/overview       queues (the engine's latest sample: counts by
-//                            state, oldest age, paused), throughput of
-//                            this node (in-memory ring), readiness
-//   GET  /api/nodes          this node (worker id, queues, concurrency,
-//                            running, kinds) and every registered process
-//                            of the cluster (worker_nodes)
-//   GET  /api/schedules      the periodic schedules ([periodic.NAME]) with
-//                            their last and next tick
-//                            (app/periodic_status.hpp)
+//                            token), and the configured databases:
+//                            "databases" (names, "default" first) and
+//                            "default_database"
+//   GET  /api/overview       the database's queues (a sample: counts by
+//                            state, oldest age, from this node's leader
+//                            sample or, when it does not lead there, one
+//                            of the dashboard's own; its queue controls;
+//                            this node's slots), this node's throughput of
+//                            those queues (in-memory ring), and the
+//                            database's readiness on this node (null when
+//                            no queue or schedule of the node lives there)
+//   GET  /api/nodes          this node (worker id, its queues of the
+//                            database with concurrency and running, kinds,
+//                            the node's readiness as /readyz) and
+//                            every process registered in the database
+//                            (worker_nodes)
+//   GET  /api/schedules      the periodic schedules ([periodic.NAME]) whose
+//                            queue lives in the database, with their last
+//                            and next tick (app/periodic_status.hpp)
 //   GET  /api/jobs?state=&queue=&kind=&before=&limit=   a keyset page
 //   GET  /api/jobs/ID        one job (and its dead letter, if any)
 //   GET  /api/dead-letters?queue=&kind=&fingerprint=&before=&limit=
@@ -28,11 +37,22 @@
 //   POST /api/dead-letters/retry, /api/dead-letters/purge  with a JSON
 //                            filter {"queue", "kind", "fingerprint"} or
 //                            {"all": true}
+//   POST /api/queues/pause, /api/queues/resume  {"queue": "Q"} (Q must
+//                            live in the database)
+//
+// Every route but /api/session takes `database=NAME` in its query string
+// (actions too: their JSON bodies stay as they are): "default" is
+// [database], another name a [databases.NAME]; absent or empty, the
+// default one. An unknown name is refused with 400, listing the
+// configured names (never a URL). The route reads and writes that
+// database only; an action's audit row goes to the database it acted on.
 //
 // Every request passes the checks of app/dashboard_security.hpp first;
 // every action writes its audit_log row in its own transaction. The data
 // comes through storage/dashboard.hpp and the admin CLI's storage code on
-// a few connections of its own, opened on first use.
+// a few connections per database (app/dashboard_pool.hpp), opened on
+// first use: an unreachable database answers 503 for the requests that
+// name it, and the others go on.
 
 #include <chrono>
 #include <memory>
@@ -59,7 +79,7 @@ struct dashboard_node {
 
 class dashboard {
 public:
-  /// `cfg`: the node's configuration (database, queues, [http]); throws
+  /// `cfg`: the node's configuration (databases, queues, [http]); throws
   /// config_error when [http] token_env names a variable that is unset.
   dashboard(const runtime_config& cfg, dashboard_node node,
             std::shared_ptr<const prometheus_observer> metrics);

@@ -185,39 +185,64 @@ std::string prometheus_observer::scrape() const {
   return out.str();
 }
 
+void prometheus_observer::add_reasons(const database_health& h,
+                                      readiness& r) const {
+  // One database: the reasons read as always; several: each names its
+  // database.
+  std::string of = health_.size() > 1 ? " (database '" + h.name + "')"
+                                      : std::string{};
+  switch (h.reachable.load(std::memory_order_relaxed)) {
+    case 0:
+      r.reasons.emplace_back("database not reached yet" + of);
+      break;
+    case -1:
+      r.reasons.emplace_back("database unreachable" + of);
+      break;
+    default:
+      break;
+  }
+  switch (h.schema.load(std::memory_order_relaxed)) {
+    case 0:
+      r.reasons.emplace_back("schema not checked yet" + of);
+      break;
+    case -1:
+      r.reasons.emplace_back(
+        "schema out of date: run `actor-worker migrate`" + of);
+      break;
+    default:
+      break;
+  }
+}
+
 readiness prometheus_observer::ready() const {
   readiness r;
-  for (auto& h : health_) {
-    // One database: the reasons read as always; several: each names its
-    // database.
-    std::string of = health_.size() > 1 ? " (database '" + h->name + "')"
-                                        : std::string{};
-    switch (h->reachable.load(std::memory_order_relaxed)) {
-      case 0:
-        r.reasons.emplace_back("database not reached yet" + of);
-        break;
-      case -1:
-        r.reasons.emplace_back("database unreachable" + of);
-        break;
-      default:
-        break;
-    }
-    switch (h->schema.load(std::memory_order_relaxed)) {
-      case 0:
-        r.reasons.emplace_back("schema not checked yet" + of);
-        break;
-      case -1:
-        r.reasons.emplace_back(
-          "schema out of date: run `actor-worker migrate`" + of);
-        break;
-      default:
-        break;
-    }
-  }
+  for (auto& h : health_)
+    add_reasons(*h, r);
   if (draining_.load(std::memory_order_relaxed))
     r.reasons.emplace_back("draining: the node is stopping");
   r.ready = r.reasons.empty();
   return r;
+}
+
+std::optional<readiness>
+prometheus_observer::ready_of(const std::string& name) const {
+  auto* h = find_health(name);
+  if (h == nullptr)
+    return std::nullopt;
+  readiness r;
+  add_reasons(*h, r);
+  if (draining_.load(std::memory_order_relaxed))
+    r.reasons.emplace_back("draining: the node is stopping");
+  r.ready = r.reasons.empty();
+  return r;
+}
+
+const prometheus_observer::database_health*
+prometheus_observer::find_health(const std::string& name) const {
+  for (auto& h : health_)
+    if (h->name == name)
+      return h.get();
+  return nullptr;
 }
 
 prometheus_observer::database_health&
@@ -497,6 +522,13 @@ queue_snapshot prometheus_observer::latest_sample() const {
       all.taken = h->latest.taken;
   }
   return all;
+}
+
+queue_snapshot
+prometheus_observer::latest_sample(const std::string& name) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto* h = find_health(name);
+  return h != nullptr ? h->latest : queue_snapshot{};
 }
 
 std::map<std::string, queue_slots> prometheus_observer::slots_by_queue() const {

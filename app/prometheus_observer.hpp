@@ -112,8 +112,18 @@ public:
   /// draining.
   readiness ready() const;
 
+  /// The readiness of database `name` alone (reachable, schema compatible;
+  /// the node not draining), for the dashboard's view of one database;
+  /// nothing when this node works with no queue or schedule there.
+  std::optional<readiness> ready_of(const std::string& name) const;
+
   /// The latest sample of the queues (the same numbers /metrics exports).
   queue_snapshot latest_sample() const;
+
+  /// The latest sample of database `name`'s queues: its leader's, taken
+  /// only while this node leads that database (nothing taken otherwise, or
+  /// when the node does not work with it).
+  queue_snapshot latest_sample(const std::string& name) const;
 
   /// This node's slots by queue, as last reported.
   std::map<std::string, queue_slots> slots_by_queue() const;
@@ -238,6 +248,11 @@ private:
   class database_view;
 
   database_health& health_of(const std::string& name);
+  /// Database `name`'s entry, or null when this node does not work with it.
+  const database_health* find_health(const std::string& name) const;
+  /// Adds why `h` is not ready to `r` (naming the database when the node
+  /// has several).
+  void add_reasons(const database_health& h, readiness& r) const;
   void reachable(database_health& h, bool up);
   void leadership(database_health& h, bool leader);
   void sampled(database_health& h, const queue_samples& samples);

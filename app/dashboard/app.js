@@ -7,6 +7,10 @@
 // - The token lives in sessionStorage and goes out only as an
 //   Authorization: Bearer header, never in a URL or a cookie.
 // - Actions are POSTs with a JSON body; bulk ones ask for the count first.
+// - With several databases ([databases.NAME]) the header offers a choice;
+//   it lives in the page's query string (?database=NAME, so a reload or a
+//   bookmark keeps it, and every #/... link keeps it too) and every API
+//   call carries it as database=NAME.
 'use strict';
 
 (function () {
@@ -23,6 +27,11 @@
     knownQueues: [],
     generation: 0,
     lastResult: null,
+    // The database every API call names (database=), or null: the
+    // server's default, with a single database.
+    database: null,
+    // Why the address's database is not the one shown, or null.
+    databaseNote: null,
   };
 
   // Content-Security-Policy violations, for the browser test (there
@@ -148,15 +157,24 @@
     }
   }
 
+  // `path` naming the chosen database (database=NAME), if there is one.
+  function scoped(path) {
+    if (!app.database) return path;
+    const at = path.indexOf('?');
+    const q = new URLSearchParams(at < 0 ? '' : path.slice(at + 1));
+    q.set('database', app.database);
+    return (at < 0 ? path : path.slice(0, at)) + '?' + q.toString();
+  }
+
   async function api(path) {
-    const res = await fetch(path, {headers: headers(), cache: 'no-store'});
+    const res = await fetch(scoped(path), {headers: headers(), cache: 'no-store'});
     const body = await res.json().catch(() => ({}));
     if (!res.ok) throw new ApiError(res.status, body.error || res.statusText, body);
     return body;
   }
 
   async function post(path, body) {
-    const res = await fetch(path, {
+    const res = await fetch(scoped(path), {
       method: 'POST',
       headers: headers({'Content-Type': 'application/json'}),
       body: JSON.stringify(body || {}),
@@ -202,6 +220,62 @@
     }
     replace(box, parts);
     replace(document.getElementById('version'), s.version ? 'actor-worker ' + s.version : '');
+  }
+
+  // -- the database ------------------------------------------------------------
+
+  function databaseInUrl() {
+    return new URLSearchParams(location.search).get('database') || '';
+  }
+
+  // The database to show: the address's, else the default one when there
+  // are several (every call then names it), else none (the server's
+  // default). A name the server does not list falls back to the default.
+  function pickDatabase() {
+    const s = app.session || {};
+    const names = s.databases || [];
+    const wanted = databaseInUrl();
+    if (wanted && names.includes(wanted)) return wanted;
+    // Kept on screen until another database is chosen (render() shows it).
+    app.databaseNote = wanted && names.length ? 'No database named \u201c' + wanted +
+      '\u201d is configured; showing \u201c' + (s.default_database || names[0]) + '\u201d.' : null;
+    if (names.length > 1) return s.default_database || names[0];
+    return wanted && !names.length ? wanted : null;
+  }
+
+  // The selector in the header, shown only with several databases.
+  function renderDatabases() {
+    const box = document.getElementById('database');
+    const names = (app.session && app.session.databases) || [];
+    if (names.length < 2) {
+      box.hidden = true;
+      replace(box);
+      return;
+    }
+    const select = el('select', {id: 'database-select', name: 'database', onchange: function () {
+      this.blur();
+      chooseDatabase(this.value);
+    }}, names.map(n => el('option', {value: n, selected: n === app.database}, n)));
+    replace(box, el('label', {title: 'The database this page shows and acts on'}, 'database', select));
+    box.hidden = false;
+    document.title = 'actor-worker \u00b7 ' + app.database;
+  }
+
+  // Switches to database `name`: the address keeps it; ids belong to one
+  // database, so a job's or dead letter's page goes back to its list, and
+  // the list filters start afresh.
+  function chooseDatabase(name) {
+    const q = new URLSearchParams(location.search);
+    q.set('database', name);
+    const route = parseRoute();
+    const page = route.page === 'job' ? 'jobs' : route.page === 'dead-letter' ? 'dead-letters' : route.page;
+    history.pushState(null, '', '?' + q.toString() + hashOf(page, {}));
+    app.database = name;
+    app.databaseNote = null;
+    app.knownQueues = [];
+    app.confirming = false;
+    renderDatabases();
+    render(false);
   }
 
   // An action button: disabled (with the reason) when actions are off.
@@ -788,7 +862,7 @@
         if (fresh) replace(fresh, Array.from(keep.childNodes));
       }
       if (out.after) out.after();
-      notice(null);
+      notice(app.databaseNote, true);
       main.dataset.page = route.page;
       main.dataset.loaded = String(Date.now());
       const d = new Date();
@@ -823,11 +897,23 @@
       app.session = null;
       notice('Cannot reach the dashboard API: ' + e.message, true);
     }
+    app.database = pickDatabase();
     renderSession();
+    renderDatabases();
     await render(false);
   }
 
   window.addEventListener('hashchange', () => { app.confirming = false; render(false); });
+  // Back and forward across a change of database.
+  window.addEventListener('popstate', function () {
+    const before = app.database;
+    app.database = pickDatabase();
+    if (app.database !== before) {
+      app.knownQueues = [];
+      renderDatabases();
+      render(false);
+    }
+  });
   document.addEventListener('DOMContentLoaded', function () {
     const live = document.getElementById('live');
     app.timer = setInterval(() => { if (live.checked) refresh(); }, REFRESH_MS);

@@ -1,6 +1,7 @@
 // Queues sharded across two databases on two real servers: `migrate`
 // migrates both, the CLI routes by queue or --database, one node serves
-// queues of both, and an outage of one database stops only its queues.
+// queues of both, and an outage of one database stops only its queues
+// (and only the dashboard's requests that name it).
 
 #include <boost/test/unit_test.hpp>
 
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dashboard_support.hpp"
 #include "fault_fixture.hpp"
 
 using namespace std::chrono_literals;
@@ -45,10 +47,12 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
   auto orders_dir = env.dir() + "/orders";
   BOOST_REQUIRE(::mkdir(orders_dir.c_str(), 0700) == 0);
   pg_cluster orders{orders_dir};
+  port_reservation http;
   worker_timings t;
   t.extra_toml = "\n[queues.orders]\nconcurrency = 5\ndatabase = \"orders\"\n"
                  "\n[databases.orders]\nurl = \""
-                 + orders.url() + "\"\npool_size = 1\n";
+                 + orders.url() + "\"\npool_size = 1\n"
+                 + dash::http_toml(http.port());
   auto cfg = env.config(t);
   db_session main_db{env.url()};
   db_session orders_db{orders.url()};
@@ -138,6 +142,16 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
                             + std::to_string(parked))
              == "completed");
 
+  // The dashboard shows either database, as the request names it.
+  auto shown = dash::get(http.port(), "/api/overview?database=orders");
+  BOOST_REQUIRE_MESSAGE(shown.status == 200, shown.body);
+  auto shown_body = shown.json();
+  std::set<std::string> shown_queues;
+  for (auto& q : shown_body["queues"])
+    shown_queues.insert(q.at("queue").get<std::string>());
+  BOOST_TEST(shown_queues.count("orders") == 1u, shown.body);
+  BOOST_TEST(shown_queues.count("default") == 0u);
+
   // The orders server goes down: the default queue keeps running.
   orders.stop();
   insert_noops(main_db, "default", 500);
@@ -145,6 +159,19 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
                         60s),
              "the default queue stalled while the orders database was down");
   BOOST_TEST(worker->running());
+  // The dashboard: the requests naming orders answer 503, naming it; the
+  // default database's pages go on.
+  for (auto* path : {"/api/overview?database=orders",
+                     "/api/jobs?database=orders"}) {
+    auto down = dash::get(http.port(), path);
+    BOOST_TEST(down.status == 503, path);
+    BOOST_TEST(contains(down.body, "database unreachable (database 'orders')"),
+               down.body);
+  }
+  auto up = dash::get(http.port(), "/api/overview");
+  BOOST_TEST(up.status == 200, up.body);
+  BOOST_TEST(up.json()["ready"]["ready"] == true, up.body);
+  BOOST_TEST(dash::get(http.port(), "/api/jobs?state=completed").status == 200);
 
   // It comes back: the node takes its queues up again, unrestarted.
   orders.start();
@@ -164,6 +191,12 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
   BOOST_TEST(wait_until([&] { return completed(orders_db, "orders") == 1002; },
                         60s),
              "the orders queue did not recover after its database returned");
+  // The dashboard drops its broken connection and opens a new one.
+  BOOST_TEST(wait_until(
+    [&] {
+      return dash::get(http.port(), "/api/jobs?database=orders").status == 200;
+    },
+    10s));
   BOOST_TEST_MESSAGE(
     "orders drained again "
     << std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -219,6 +219,14 @@ BOOST_AUTO_TEST_CASE(each_database_has_its_own_health_leader_and_samples) {
   auto m = obs.scrape();
   BOOST_TEST(value_of(m, "actor_worker_database_up{database=\"default\"}") == 1);
   BOOST_TEST(value_of(m, "actor_worker_database_up{database=\"orders\"}") == 0);
+  // Each database's own readiness (the dashboard's view of one); none for
+  // a database this node does not work with.
+  BOOST_REQUIRE(obs.ready_of("default").has_value());
+  BOOST_TEST(obs.ready_of("default")->ready);
+  BOOST_REQUIRE(obs.ready_of("orders").has_value());
+  BOOST_TEST(obs.ready_of("orders")->to_json().dump()
+             == R"json({"ready":false,"reasons":["database unreachable (database 'orders')"]})json");
+  BOOST_TEST(!obs.ready_of("billing").has_value());
   // Leadership and samples are per database: stepping down in one drops
   // only that database's queue series.
   main_db->leadership(true);
@@ -232,6 +240,10 @@ BOOST_AUTO_TEST_CASE(each_database_has_its_own_health_leader_and_samples) {
   main_db->sampled({a});
   orders->sampled({b});
   BOOST_TEST(obs.latest_sample().queues.size() == 2u);
+  BOOST_REQUIRE(obs.latest_sample("orders").queues.size() == 1u);
+  BOOST_TEST(obs.latest_sample("orders").queues[0].queue == "b");
+  BOOST_TEST(obs.latest_sample("orders").taken.has_value());
+  BOOST_TEST(!obs.latest_sample("billing").taken.has_value());
   m = obs.scrape();
   BOOST_TEST(value_of(m, "actor_worker_leader{database=\"orders\"}") == 1);
   BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"b\",state=\"available\"}") == 7);
@@ -243,6 +255,8 @@ BOOST_AUTO_TEST_CASE(each_database_has_its_own_health_leader_and_samples) {
   BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"a\",state=\"available\"}") == 3);
   BOOST_REQUIRE(obs.latest_sample().queues.size() == 1u);
   BOOST_TEST(obs.latest_sample().queues[0].queue == "a");
+  BOOST_TEST(!obs.latest_sample("orders").taken.has_value());
+  BOOST_TEST(obs.latest_sample("default").queues.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(json_lines_carry_the_job_and_escape_everything) {
