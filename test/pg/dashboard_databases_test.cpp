@@ -10,10 +10,6 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -26,46 +22,17 @@
 #include "actor_worker/app/registry.hpp"
 #include "actor_worker/app/runtime.hpp"
 #include "pg_fixture.hpp"
+#include "refusing_port.hpp"
 #include "worker_node.hpp"
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
+using aw::test::refusing_port;
+
 namespace {
 
 const std::string token = "dashboard-databases-test-token-0123";
-
-/// A TCP port on 127.0.0.1 that nothing listens on while this object
-/// lives: a socket bound to it that never listens (a connection attempt is
-/// refused), held so that no other process takes it.
-class refusing_port {
-public:
-  refusing_port() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    BOOST_REQUIRE(fd_ >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
-                  == 0);
-    socklen_t len = sizeof addr;
-    BOOST_REQUIRE(
-      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
-  }
-  ~refusing_port() {
-    ::close(fd_);
-  }
-  refusing_port(const refusing_port&) = delete;
-  refusing_port& operator=(const refusing_port&) = delete;
-  int port() const {
-    return port_;
-  }
-
-private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 /// A free port for the node's endpoint (the kernel's pick; released
 /// before the node binds it).
