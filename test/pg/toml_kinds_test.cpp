@@ -130,6 +130,20 @@ void wait_settled(aw::test::db_session& s, const std::vector<int64_t>& ids,
   BOOST_REQUIRE(settled);
 }
 
+/// The state of job `id` once it is not mid-run: a job that failed and was
+/// rescheduled runs again after its backoff (2 s, 4 s, ...), and a check
+/// that reads it during that retry would see it 'running'.
+job_state settled_state(aw::test::db_session& s, int64_t id) {
+  job_state st;
+  aw::test::wait_until(
+    [&] {
+      st = state_of(s, id);
+      return st.state != "available" && st.state != "running";
+    },
+    20s);
+  return st;
+}
+
 /// A process of this pid still runs (zombies do not count).
 bool process_alive(pid_t pid) {
   if (::kill(pid, 0) != 0)
@@ -215,7 +229,7 @@ command = ["/bin/sh", ")" + big + R"("]
     ids.push_back(i);
   wait_settled(s, ids, worker);
 
-  auto ok_state = state_of(s, id["ok"]);
+  auto ok_state = settled_state(s, id["ok"]);
   BOOST_TEST(ok_state.state == "completed");
   auto doc = nlohmann::json::parse(slurp(dir.path + "/stdin.json"));
   BOOST_TEST(doc.at("id") == id["ok"]);
@@ -223,32 +237,32 @@ command = ["/bin/sh", ")" + big + R"("]
   BOOST_TEST(doc.at("args").at("to") == "ann@example.com");
   BOOST_TEST(doc.at("attempt") == 1);
 
-  auto tempfail = state_of(s, id["75"]);
+  auto tempfail = settled_state(s, id["75"]);
   BOOST_TEST(tempfail.state == "scheduled");
   BOOST_TEST(tempfail.error_count >= 1);
   BOOST_TEST(tempfail.message == "the command exited with code 75 "
                                  "(EX_TEMPFAIL): giving up with 75");
-  auto dataerr = state_of(s, id["65"]);
+  auto dataerr = settled_state(s, id["65"]);
   BOOST_TEST(dataerr.state == "dead_letter");
   BOOST_TEST(dataerr.message == "the command exited with code 65 "
                                 "(EX_DATAERR): giving up with 65");
-  auto other = state_of(s, id["3"]);
+  auto other = settled_state(s, id["3"]);
   BOOST_TEST(other.state == "scheduled");
   BOOST_TEST(other.message == "the command exited with code 3: giving up "
                               "with 3");
 
-  auto snoozed = state_of(s, id["outcome"]);
+  auto snoozed = settled_state(s, id["outcome"]);
   BOOST_TEST(snoozed.state == "scheduled");
   BOOST_TEST(snoozed.error_count == 0);
   BOOST_TEST((snoozed.run_in > 3500 && snoozed.run_in <= 3600),
              snoozed.run_in);
 
-  auto crashed = state_of(s, id["crash"]);
+  auto crashed = settled_state(s, id["crash"]);
   BOOST_TEST(crashed.state == "scheduled");
   BOOST_TEST(crashed.message == "the command was killed by SIGSEGV: "
                                 "segfaulting now");
 
-  auto missing = state_of(s, id["missing"]);
+  auto missing = settled_state(s, id["missing"]);
   BOOST_TEST(missing.state == "scheduled");
   BOOST_TEST(contains(missing.message, "cannot run " + dir.path
                                          + "/no-such-program: spawn: No such "
@@ -257,7 +271,7 @@ command = ["/bin/sh", ")" + big + R"("]
 
   // The deadline cancelled the run; the script ignored SIGTERM and got
   // SIGKILL a second later.
-  auto stubborn_state = state_of(s, id["stubborn"]);
+  auto stubborn_state = settled_state(s, id["stubborn"]);
   BOOST_TEST(stubborn_state.state == "scheduled");
   BOOST_TEST(stubborn_state.error_count >= 1);
   BOOST_TEST(contains(stubborn_state.message, "deadline exceeded"),
@@ -266,7 +280,7 @@ command = ["/bin/sh", ")" + big + R"("]
   BOOST_TEST(aw::test::wait_until([&] { return !process_alive(stubborn_pid); },
                                   5s));
 
-  BOOST_TEST(state_of(s, id["big"]).state == "completed");
+  BOOST_TEST(settled_state(s, id["big"]).state == "completed");
 
   BOOST_TEST(worker.stop().value_or(-1) == 0);
   auto log = worker.log();
@@ -310,49 +324,49 @@ BOOST_AUTO_TEST_CASE(http_kinds_run_through_the_binary) {
     ids.push_back(i);
   wait_settled(s, ids, worker);
 
-  BOOST_TEST(state_of(s, id["h_record"]).state == "completed");
+  BOOST_TEST(settled_state(s, id["h_record"]).state == "completed");
   BOOST_TEST(server.authorization() == "Bearer " + token);
   BOOST_TEST(server.content_type() == "application/json");
   auto doc = nlohmann::json::parse(server.body());
   BOOST_TEST(doc.at("id") == id["h_record"]);
   BOOST_TEST(doc.at("args").at("n") == 1);
 
-  auto snoozed = state_of(s, id["h_outcome"]);
+  auto snoozed = settled_state(s, id["h_outcome"]);
   BOOST_TEST(snoozed.state == "scheduled");
   BOOST_TEST(snoozed.error_count == 0);
 
-  auto limited = state_of(s, id["h_429"]);
+  auto limited = settled_state(s, id["h_429"]);
   BOOST_TEST(limited.state == "scheduled");
   BOOST_TEST(limited.error_count == 1);
   BOOST_TEST((limited.run_in > 4 && limited.run_in <= 7), limited.run_in);
   BOOST_TEST(contains(limited.message, "HTTP 429"), limited.message);
 
-  auto unavailable = state_of(s, id["h_503"]);
+  auto unavailable = settled_state(s, id["h_503"]);
   BOOST_TEST(unavailable.error_count >= 1);
   BOOST_TEST(unavailable.message == "HTTP 503 from " + server.url("/503"));
 
-  auto not_found = state_of(s, id["h_404"]);
+  auto not_found = settled_state(s, id["h_404"]);
   BOOST_TEST(not_found.state == "dead_letter");
   BOOST_TEST(not_found.message
              == "HTTP 404 from " + server.url("/404") + ": no such endpoint");
 
-  auto error = state_of(s, id["h_500"]);
+  auto error = settled_state(s, id["h_500"]);
   BOOST_TEST(error.state == "scheduled");
   BOOST_TEST(contains(error.message, "HTTP 500"));
 
-  auto slow = state_of(s, id["h_slow"]);
+  auto slow = settled_state(s, id["h_slow"]);
   BOOST_TEST(slow.state == "scheduled");
   BOOST_TEST(slow.message == "the HTTP request to " + server.url("/slow")
                                + " timed out after 300ms");
 
-  auto refused = state_of(s, id["h_refused"]);
+  auto refused = settled_state(s, id["h_refused"]);
   BOOST_TEST(refused.state == "scheduled");
   BOOST_TEST(contains(refused.message, "the HTTP request to "
                                        "http://127.0.0.1:1/x failed"),
              refused.message);
 
   // The server echoed the token into its 401 body: masked.
-  auto echoed = state_of(s, id["h_echo"]);
+  auto echoed = settled_state(s, id["h_echo"]);
   BOOST_TEST(echoed.state == "dead_letter");
   BOOST_TEST(contains(echoed.message, "invalid credentials: [redacted]"),
              echoed.message);
