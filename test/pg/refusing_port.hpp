@@ -1,6 +1,6 @@
 #pragma once
 // A TCP port that refuses connections, for tests of an unreachable server
-// (pg multi_host_test, dashboard_databases_test).
+// (pg multi_host_test, dashboard_databases_test, worker_test).
 
 #include <boost/test/unit_test.hpp>
 

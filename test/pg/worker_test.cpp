@@ -14,16 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <pqxx/pqxx>
 
 #include "actor_worker/messages/error.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
+#include "refusing_port.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 #include "worker_node.hpp"
 
@@ -74,21 +70,6 @@ struct gate {
     return started;
   }
 };
-
-/// A TCP port on 127.0.0.1 that nothing listens on.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd); // bound, never listened: connections are refused
-  return ntohs(addr.sin_port);
-}
 
 } // namespace
 
@@ -264,8 +245,10 @@ BOOST_AUTO_TEST_CASE(missing_column_stops_the_node_with_an_error_naming_it) {
 BOOST_AUTO_TEST_CASE(unreachable_database_keeps_the_node_running) {
   aw::test::fresh_database db;
   auto cfg = db.config();
+  // Held for the whole test, so no other process can take the port.
+  aw::test::refusing_port dead;
   cfg.database.url = "postgresql://postgres@127.0.0.1:"
-                     + std::to_string(closed_port()) + "/postgres";
+                     + std::to_string(dead.port()) + "/postgres";
   auto reg = std::make_shared<aw::registry>();
   aw::test::worker_node node{cfg, reg};
   reg.reset();
