@@ -36,14 +36,16 @@ void cleanup(maintenance_pointer self) {
           self->send(self, cleanup_atom::value); // more expired: go on
           return;
         }
-        // The round is over: vacuum the small lane tables whose dead
-        // tuples passed their bound, then wait for the next one.
+        // The round is over: lane partitions and the small lane tables'
+        // vacuum, then wait for the next one.
         self->request(st.cfg.store, caf::infinite, vacuum_atom::value)
           .then(
-            [self](const std::vector<std::string>& tables) {
-              if (!tables.empty())
-                spdlog::debug("maintenance: vacuumed {} table(s)",
-                              tables.size());
+            [self](const std::vector<std::string>& done) {
+              for (auto& line : done)
+                if (line.rfind("vacuumed ", 0) == 0)
+                  spdlog::debug("maintenance: {}", line);
+                else
+                  spdlog::info("maintenance: {}", line);
               next_cleanup(self);
             },
             [self](caf::error&) { next_cleanup(self); });

@@ -16,9 +16,11 @@
 #
 # Every SAMPLE_S seconds (60) the script samples the queue tables: live and
 # dead tuples of job_rows, claim_batches, batch_completions, claim_cursors
-# (pg_stat_user_tables), job_rows' size with its indexes, the backlog (lane
-# jobs past the claim cursor), vacuums so far (the worker's own and
-# autovacuum's). The worker logs every 10 s how many jobs completed and
+# (pg_stat_user_tables; job_rows' figures summed over its partitions),
+# job_rows' size with its indexes, the backlog (lane jobs past the claim
+# cursor), vacuums so far (the worker's own and autovacuum's), and how many
+# partitions job_rows has (migration 019: lane rows are dropped a partition
+# at a time). The worker logs every 10 s how many jobs completed and
 # its claim round trips (p50, p99); the table puts both per minute beside
 # the samples.
 #
@@ -27,7 +29,8 @@
 # only grow (about 16 GB in 30 minutes at 50,000 jobs/s) and retention's
 # deletes, the main source of dead tuples, would not be part of the test.
 # Five minutes reaches the steady state (enqueue = complete = delete)
-# after the first five minutes.
+# after the first five minutes (a lane partition goes at most a quarter of
+# the retention later).
 #
 # The checks, printed at the end (exit status 1 if one fails):
 #   - throughput of the last 5 minutes >= 90% of the first 5;
@@ -141,10 +144,21 @@ SOAK_START_WALL=$(date -u '+%Y-%m-%d %H:%M:%S')
   -T "$DURATION" -P "$SAMPLE_S" -f "$WORK/enqueue.sql" "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err" &
 PGBENCH_PID=$!
 
-STATS_SQL="select string_agg(relname || ':' || n_live_tup || ':' || n_dead_tup || ':'
-                  || (vacuum_count + autovacuum_count), ' ' order by relname)
-             from pg_stat_user_tables
-            where relname in ('job_rows', 'claim_batches', 'batch_completions', 'claim_cursors')"
+# job_rows is partitioned since migration 019: its figures are the sums
+# over its partitions (job_rows_main and the lane partitions alive then).
+STATS_SQL="select string_agg(name || ':' || live || ':' || dead || ':' || vac, ' ' order by name)
+             from (select case when relname like 'job_rows%' then 'job_rows' else relname end as name,
+                          sum(n_live_tup) as live, sum(n_dead_tup) as dead,
+                          sum(vacuum_count + autovacuum_count) as vac
+                     from pg_stat_user_tables
+                    where relname in ('job_rows', 'job_rows_main', 'claim_batches',
+                                      'batch_completions', 'claim_cursors')
+                       or relname like 'job_rows_lane_%'
+                    group by 1) as t"
+SIZE_SQL="select pg_total_relation_size('job_rows')
+                 + coalesce((select sum(pg_total_relation_size(inhrelid)) from pg_inherits
+                              where inhparent = 'job_rows'::regclass), 0)"
+PARTS_SQL="select count(*) from pg_inherits where inhparent = 'job_rows'::regclass"
 SAMPLES="$WORK/samples"
 : >"$SAMPLES"
 minute=0
@@ -154,7 +168,7 @@ while kill -0 "$PGBENCH_PID" 2>/dev/null; do
   kill -0 "$PGBENCH_PID" 2>/dev/null || break
   kill -0 "$WORKER_PID" 2>/dev/null || { tail -n 20 "$WORK/worker.log" >&2; die "the worker exited during the soak"; }
   minute=$((minute + 1))
-  echo "$minute $(sql "$DB" -c "$STATS_SQL") size:$(sql "$DB" -c "select pg_total_relation_size('job_rows')") backlog:$(sql "$DB" -c "$BACKLOG_SQL")" >>"$SAMPLES"
+  echo "$minute $(sql "$DB" -c "$STATS_SQL") size:$(sql "$DB" -c "$SIZE_SQL") parts:$(sql "$DB" -c "$PARTS_SQL") backlog:$(sql "$DB" -c "$BACKLOG_SQL")" >>"$SAMPLES"
   tail -n1 "$SAMPLES" | sed 's/^/# sample minute /'
 done
 rc=0; wait "$PGBENCH_PID" || rc=$?
@@ -200,8 +214,8 @@ gawk -v start="$START_EPOCH" -v sample="$SAMPLE_S" '
   }' "$WORK/worker.log" | sort -n >"$WORK/minutes"
 
 echo
-echo "| minute | completed/s | claim p99 ms (median of 10 s windows) | backlog | job_rows live | job_rows dead | job_rows MB | claim_batches dead | batch_completions dead | claim_cursors dead | vacuums of job_rows |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| minute | completed/s | claim p99 ms (median of 10 s windows) | backlog | job_rows live | job_rows dead | job_rows MB | claim_batches dead | batch_completions dead | claim_cursors dead | vacuums of job_rows | partitions of job_rows |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 gawk -v sample="$SAMPLE_S" '
   FNR == NR { done[$1] = $2; p99[$1] = $3; next }
   {
@@ -209,12 +223,13 @@ gawk -v sample="$SAMPLE_S" '
       if ($i ~ /^(job_rows|claim_batches|batch_completions|claim_cursors):/) {
         split($i, f, ":"); live[f[1]] = f[2]; dead[f[1]] = f[3]; vac[f[1]] = f[4]
       } else if ($i ~ /^size:/) { split($i, f, ":"); size = f[2]
+      } else if ($i ~ /^parts:/) { split($i, f, ":"); parts = f[2]
       } else if ($i ~ /^backlog:/) { split($i, f, ":"); backlog = f[2] }
     }
     m = $1
-    printf "| %d | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %s | %s |\n", m, done[m] / sample,
+    printf "| %d | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", m, done[m] / sample,
       p99[m], backlog, live["job_rows"], dead["job_rows"], size / 1048576, dead["claim_batches"],
-      dead["batch_completions"], dead["claim_cursors"], vac["job_rows"]
+      dead["batch_completions"], dead["claim_cursors"], vac["job_rows"], parts
   }' "$WORK/minutes" "$SAMPLES"
 
 # ---- the checks ----------------------------------------------------------------------------------

@@ -91,6 +91,22 @@ constexpr std::chrono::milliseconds maintenance_interval = 10s;
 constexpr int64_t vacuum_min_dead = 5000;
 constexpr double vacuum_dead_share = 0.05;
 
+/// Lane rows live in partitions of job_rows, one per "generation"; the
+/// leader starts a new generation every `completed_retention` divided by
+/// `lane_generations_per_retention`, kept within these bounds, and drops a
+/// generation's partition whole once its jobs are all past the retention
+/// (migrations/019_lane_partitions.sql). More generations drop finished
+/// jobs closer to their retention (at most one generation late); fewer keep
+/// the partitions each claim reads few.
+constexpr int lane_generations_per_retention = 4;
+constexpr std::chrono::milliseconds lane_generation_min = 1min;
+constexpr std::chrono::milliseconds lane_generation_max = 6h;
+
+/// How long partition maintenance waits for a lock (ATTACH, DETACH) before
+/// it gives up until the next round: it never queues the hot path behind
+/// it for longer.
+constexpr std::chrono::milliseconds lane_partition_lock_timeout = 5s;
+
 /// Rows deleted per maintenance statement, so one round never holds locks
 /// on a huge set.
 constexpr int cleanup_batch = 10000;

@@ -109,8 +109,10 @@ public:
   /// Deletes up to about `batch` finished rows past their retention.
   virtual caf::expected<int64_t> delete_expired(int batch) = 0;
 
-  /// Vacuums the small queue tables whose dead tuples passed their bound;
-  /// returns the tables vacuumed.
+  /// The queue tables' housekeeping after a cleanup round: starts and drops
+  /// lane partitions as they come due, and vacuums the small queue tables
+  /// whose dead tuples passed their bound; returns what it did, one line
+  /// each.
   virtual caf::expected<std::vector<std::string>> vacuum(int64_t min_dead,
                                                          double share) = 0;
 

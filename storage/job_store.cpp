@@ -157,6 +157,9 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_cleanup", sql::cleanup},
     {"aw_dead_tuples", sql::dead_tuples},
     {"aw_cleanup_lanes", sql::cleanup_lanes},
+    {"aw_lane_rotate", sql::lane_rotate},
+    {"aw_lane_partition_chores", sql::lane_partition_chores},
+    {"aw_lane_generation_gone", sql::lane_generation_gone},
     {"aw_cleanup_dead_letters", sql::cleanup_dead_letters},
     {"aw_cleanup_cancel_requests", sql::cleanup_cancel_requests},
     {"aw_cancel_requests", sql::cancel_requests},
@@ -797,9 +800,85 @@ queue_samples job_store::sample_queues() {
   return to_queue_samples(run(tx, "aw_queue_samples"));
 }
 
+std::vector<std::string> job_store::maintain_lane_partitions() {
+  connect();
+  std::vector<std::string> done;
+  const auto retention = opts_.completed_retention;
+  const auto every = std::clamp(
+    retention / defaults::lane_generations_per_retention,
+    std::chrono::duration_cast<std::chrono::milliseconds>(
+      defaults::lane_generation_min),
+    std::chrono::duration_cast<std::chrono::milliseconds>(
+      defaults::lane_generation_max));
+  const auto lock_timeout =
+    std::to_string(defaults::lane_partition_lock_timeout.count()) + "ms";
+  // A lock it cannot get in time (a long transaction holds the parent) is
+  // left to the next round rather than queueing the hot path behind it.
+  auto timed_out = [](const pqxx::sql_error& e) {
+    return e.sqlstate() == "55P03" || e.sqlstate() == "57014";
+  };
+  try {
+    pqxx::work tx(*conn_, "aw_lane_rotate");
+    tx.exec_params("SELECT set_config('lock_timeout', $1, true)",
+                   lock_timeout);
+    auto r = run(tx, "aw_lane_rotate", every.count() / 1000.0);
+    tx.commit();
+    if (!r.empty() && !r[0]["gen"].is_null())
+      done.push_back("started lane partition job_rows_lane_"
+                     + r[0]["gen"].as<std::string>());
+  } catch (const pqxx::sql_error& e) {
+    if (!timed_out(e))
+      throw;
+    done.push_back("lane partition rotation waited past its lock timeout");
+  }
+  struct chore {
+    int gen;
+    std::string name;
+    std::string action;
+  };
+  std::vector<chore> chores;
+  {
+    pqxx::nontransaction tx(*conn_, "aw_lane_partition_chores");
+    for (const auto& row : run(tx, "aw_lane_partition_chores",
+                               retention.count() / 1000.0))
+      chores.push_back({row["gen"].as<int>(), row["name"].as<std::string>(),
+                        row["action"].as<std::string>()});
+  }
+  // DETACH ... CONCURRENTLY cannot run in a transaction block. The names
+  // come from the function above (job_rows_lane_N), never from input.
+  for (auto& c : chores) {
+    const auto table = conn_->quote_name(c.name);
+    pqxx::nontransaction tx(*conn_, "aw_lane_partition");
+    tx.exec_params("SELECT set_config('lock_timeout', $1, false)",
+                   lock_timeout);
+    try {
+      if (c.action == "finalize")
+        tx.exec("ALTER TABLE job_rows DETACH PARTITION " + table
+                + " FINALIZE");
+      else if (c.action == "detach")
+        tx.exec("ALTER TABLE job_rows DETACH PARTITION " + table
+                + " CONCURRENTLY");
+      tx.exec("DROP TABLE " + table);
+      run(tx, "aw_lane_generation_gone", c.gen);
+      done.push_back("dropped lane partition " + c.name);
+    } catch (const pqxx::sql_error& e) {
+      tx.exec("SELECT set_config('lock_timeout', '0', false)");
+      if (!timed_out(e))
+        throw;
+      // An interrupted detach is finalized next round.
+      done.push_back("lane partition " + c.name
+                     + ": waited past its lock timeout");
+      break;
+    }
+    tx.exec("SELECT set_config('lock_timeout', '0', false)");
+  }
+  return done;
+}
+
 std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {
   connect();
-  std::vector<std::string> due;
+  std::vector<std::string> due = maintain_lane_partitions();
+  std::vector<std::string> vacuumed;
   {
     pqxx::nontransaction tx(*conn_, "aw_dead_tuples");
     for (const auto& row : run(tx, "aw_dead_tuples")) {
@@ -807,14 +886,15 @@ std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {
       auto live = row["n_live_tup"].as<int64_t>();
       if (dead >= min_dead
           && static_cast<double>(dead) >= share * static_cast<double>(live))
-        due.push_back(row["relname"].as<std::string>());
+        vacuumed.push_back(row["relname"].as<std::string>());
     }
   }
   // The names come from the fixed list above, never from input. VACUUM
   // cannot run inside a transaction block.
-  for (auto& table : due) {
+  for (auto& table : vacuumed) {
     pqxx::nontransaction tx(*conn_, "aw_vacuum");
     tx.exec("VACUUM " + conn_->quote_name(table));
+    due.push_back("vacuumed " + table);
   }
   return due;
 }

@@ -199,10 +199,22 @@ public:
   /// job (storage/sql/queue_samples.sql), sorted by queue.
   queue_samples sample_queues();
 
-  /// Vacuums each lane table (claim_batches, batch_completions,
-  /// claim_cursors) whose dead tuples passed `min_dead` and `share` of its
-  /// live rows. Returns the tables vacuumed.
+  /// The queue tables' housekeeping after a cleanup round: the lane
+  /// partitions (maintain_lane_partitions), then a vacuum of each lane
+  /// table (claim_batches, batch_completions, claim_cursors) whose dead
+  /// tuples passed `min_dead` and `share` of its live rows. Returns what it
+  /// did, one line each ("vacuumed claim_batches", "dropped lane partition
+  /// job_rows_lane_3").
   std::vector<std::string> vacuum(int64_t min_dead, double share);
+
+  /// Lane partitions (migrations/019_lane_partitions.sql): starts the next
+  /// generation when the current one is due (see
+  /// defaults::lane_generations_per_retention), finishes a detach that was
+  /// interrupted, and detaches and drops the partition whose jobs all
+  /// finished longer ago than the retention. A lock it cannot get within
+  /// defaults::lane_partition_lock_timeout waits for the next round.
+  /// Returns what it did.
+  std::vector<std::string> maintain_lane_partitions();
 
   /// The connection, for the schema check. Connects first.
   pqxx::connection_base& connection();

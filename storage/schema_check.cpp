@@ -16,7 +16,8 @@ const std::vector<required_table>& required_schema() {
       "last_error_message", "last_failed_at", "locked_by", "locked_at",
       "finalized_at", "metadata", "tags", "deadline_ms", "deadline_at",
       "callback_id", "callback_timeout_at", "callback_result", "ordering_key",
-      "unique_key", "unique_states", "ready_xid", "args_bytes"}},
+      "unique_key", "unique_states", "ready_xid", "args_bytes", "lane_gen"}},
+    {"lane_generations", {"gen", "started_at"}},
     {"claim_cursors", {"queue", "priority", "last_xid", "last_id"}},
     {"claim_batches",
      {"id", "queue", "priority", "lo_xid", "lo_id", "hi_xid", "hi_id",
@@ -60,7 +61,10 @@ const std::vector<required_function>& required_functions() {
     {"actor_worker_batch_jobs", 3},     {"actor_worker_row_json", 1},
     {"actor_worker_retry_backoff", 1},  {"actor_worker_dead_letter", 2},
     // Announces pauses (migrations/016); the CLI no longer sends its own.
-    {"actor_worker_queue_controls_notify", 0}};
+    {"actor_worker_queue_controls_notify", 0},
+    // Lane partitions (migrations/019).
+    {"actor_worker_rotate_lanes", 1},
+    {"actor_worker_lane_partition_chores", 1}};
   // Not asked for: actor_worker_claim_unlimited (008's claim as 013 renamed
   // it), called by nothing since 016's claim reads the controls itself.
   return functions;

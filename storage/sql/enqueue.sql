@@ -3,15 +3,18 @@
 -- due at once without an ordering key go on their queue's lane (a lane key,
 -- ready_xid); the others take the row-per-state path (see
 -- migrations/004_fast_lane.sql), as the `jobs` view's INSERT rule does.
+-- lane_gen routes lane rows to the current lane partition (019); rows off
+-- the lanes go to job_rows_main whatever it says.
 INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
                       max_attempts, metadata, tags, deadline_ms, ordering_key,
-                      ready_xid)
+                      ready_xid, lane_gen)
 SELECT r.kind, r.queue, r.args,
        CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
        r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms,
        r.ordering_key,
        CASE WHEN r.run_at = now() AND r.ordering_key IS NULL
-            THEN pg_current_xact_id() END
+            THEN pg_current_xact_id() END,
+       (SELECT max(g.gen) FROM lane_generations AS g)
   FROM (SELECT e.doc->>'kind' AS kind,
                e.doc->>'queue' AS queue,
                e.doc->'args' AS args,

@@ -1,5 +1,7 @@
 -- A unique job is never on a lane: the unique index needs its real state.
-INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
+-- It lives in job_rows_main, the partition that has the unique index (a
+-- partitioned table cannot arbitrate ON CONFLICT on it; 019).
+INSERT INTO job_rows_main (kind, queue, args, state, priority, run_at,
                       max_attempts, metadata, tags, deadline_ms, ordering_key,
                       unique_key, unique_states, ready_xid)
 SELECT e.doc->>'kind', e.doc->>'queue', e.doc->'args', s.state,

@@ -4,8 +4,10 @@
 // lane up), run identity (an outcome of an earlier run never finalizes a
 // later one, even in the same process), releases, rescues of expired
 // batches, claims bounded in bytes, routing of plain INSERTs and UPDATEs
-// through the view, retention, and statements on one batch staying within
-// its range when batches share an enqueue transaction (018).
+// through the view, retention of lane rows enqueued before 019 (row by
+// row), and statements on one batch staying within its range when batches
+// share an enqueue transaction (018). Lane partitions (019) are
+// lane_partition_test's.
 
 #include <boost/test/unit_test.hpp>
 
@@ -57,6 +59,16 @@ std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db, int n,
   pqxx::work tx{*conn};
   auto ids = aw::enqueue_many(tx, requests);
   tx.commit();
+  return ids;
+}
+
+// Lane jobs as they were before migrations/019: in job_rows_main, where
+// retention deletes them row by row (an upgraded database's backlog, and
+// what 004-018's retention tests are about). The rows keep their lane keys.
+std::vector<int64_t> enqueue_legacy(const aw::test::fresh_database& db, int n) {
+  auto ids = enqueue_n(db, n);
+  aw::test::db_session s{db.url};
+  s.exec("UPDATE job_rows SET lane_gen = NULL WHERE lane_gen IS NOT NULL");
   return ids;
 }
 
@@ -382,7 +394,7 @@ BOOST_AUTO_TEST_CASE(priorities_come_first_across_lanes_and_rows) {
 
 BOOST_AUTO_TEST_CASE(retention_deletes_closed_batches_and_their_completed_jobs) {
   aw::test::fresh_database db;
-  auto ids = enqueue_n(db, 3);
+  auto ids = enqueue_legacy(db, 3);
   auto store = make_store(db, "w1", 1h);
   auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   std::vector<aw::job_outcome> outcomes;
@@ -405,7 +417,7 @@ BOOST_AUTO_TEST_CASE(retention_of_many_small_batches_is_bounded_by_jobs_not_batc
   aw::test::fresh_database db;
   auto store = make_store(db, "w1", 1h);
   for (int i = 0; i < 60; ++i) {
-    enqueue_n(db, 1);
+    enqueue_legacy(db, 1);
     auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
     store.finish({outcome(claimed[0], outcome_kind::completed)});
@@ -475,7 +487,7 @@ BOOST_AUTO_TEST_CASE(retention_puts_back_an_unfinished_job_of_a_closed_batch) {
   // A safety net: should a batch ever close with a job unfinished,
   // retention must not leave that job behind the lane's cursor.
   aw::test::fresh_database db;
-  auto ids = enqueue_n(db, 3);
+  auto ids = enqueue_legacy(db, 3);
   auto store = make_store(db, "w1", 1h);
   auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
@@ -580,9 +592,9 @@ BOOST_AUTO_TEST_CASE(statements_on_a_batch_stay_within_its_range) {
   // next batch (migrations/018_lane_ranges.sql names rows by id and keeps
   // the range as a guard).
   aw::test::fresh_database db;
-  auto a = enqueue_n(db, 4); // a[0..3]: one transaction
-  auto b = enqueue_n(db, 4); // the next
-  auto c = enqueue_n(db, 4); // and the next
+  auto a = enqueue_legacy(db, 4); // a[0..3]: one transaction
+  auto b = enqueue_legacy(db, 4); // the next
+  auto c = enqueue_legacy(db, 4); // and the next
   auto store = make_store(db, "w1", 1h);
   auto first = aw::test::claim_settled(store, "default", 6).jobs;
   BOOST_REQUIRE((ids_of(first)
