@@ -74,10 +74,14 @@ BEGIN
   v_name := 'job_rows_lane_' || v_gen;
   EXECUTE format('CREATE TABLE %I (LIKE job_rows INCLUDING DEFAULTS '
                  'INCLUDING CONSTRAINTS INCLUDING GENERATED)', v_name);
-  -- Every row of a lane partition is a lane row. Said as a constraint, it
-  -- lets the planner leave lane partitions out of every query for rows
-  -- off the lanes (the claim's row-per-state part, admin lists by state).
-  EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (ready_xid IS NOT NULL)',
+  -- Every row of a lane partition is a lane row, and a lane row's own
+  -- state is 'available' (004: the rest is derived; a row whose state
+  -- changes leaves its lane, and so the partition). Said as a constraint,
+  -- it lets the planner leave lane partitions out of every query for rows
+  -- off the lanes or in another state (the claim's row-per-state part and
+  -- running count, retention of finished rows, admin lists by state).
+  EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I '
+                 'CHECK (ready_xid IS NOT NULL AND state = ''available'')',
                  v_name, v_name || '_lane_rows');
   -- The lane index needs no predicate, but keeps 004's so that the
   -- claim's queries match it.
@@ -562,5 +566,36 @@ BEGIN
     END LOOP;
   END LOOP;
   RETURN v_deleted;
+END
+$$;
+
+-- The runtime's functions on the hot path plan their statements once per
+-- session (generic plans), and never compile them (JIT). With job_rows
+-- partitioned, a custom plan costs milliseconds to make, and its estimate
+-- for a lane scan past the cursor is about one row when the rows past it
+-- share one enqueue transaction: the planner then appends the partitions
+-- and sorts everything past the cursor instead of merging them in index
+-- order (50 ms instead of 2.5 ms for a claim of 2,000 from a 200,000-job
+-- backlog, measured). Generic plans estimate from the parameters' types
+-- and keep the merge. A later migration that replaces one of these
+-- functions must set the same again.
+DO $$
+DECLARE
+  f regprocedure;
+BEGIN
+  FOR f IN
+    SELECT p.oid::regprocedure FROM pg_proc AS p
+     WHERE p.pronamespace = current_schema()::regnamespace
+       AND p.proname IN ('actor_worker_claim', 'actor_worker_claim_unlimited',
+                         'actor_worker_finish_and_claim',
+                         'actor_worker_finish_lane', 'actor_worker_batch_jobs',
+                         'actor_worker_batch_rows', 'actor_worker_release_lane',
+                         'actor_worker_expire_batches',
+                         'actor_worker_cleanup_lanes')
+  LOOP
+    EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan',
+                   f);
+    EXECUTE format('ALTER FUNCTION %s SET jit = off', f);
+  END LOOP;
 END
 $$;

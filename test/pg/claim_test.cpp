@@ -23,6 +23,7 @@
 
 using namespace std::chrono_literals;
 using aw::storage::job_store;
+using aw::test::ids_of;
 
 namespace {
 
@@ -34,13 +35,6 @@ job_store make_store(const aw::test::fresh_database& db,
   opts.worker_id = worker_id;
   opts.completed_retention = retention;
   return job_store{opts};
-}
-
-std::vector<int64_t> ids_of(const std::vector<aw::claimed_job>& jobs) {
-  std::vector<int64_t> ids;
-  for (auto& j : jobs)
-    ids.push_back(j.id);
-  return ids;
 }
 
 /// Enqueues `n` due jobs in `queue` and returns their ids.

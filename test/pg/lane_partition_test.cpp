@@ -25,6 +25,7 @@
 
 using namespace std::chrono_literals;
 using aw::outcome_kind;
+using aw::test::ids_of;
 using aw::storage::job_store;
 using aw::test::outcome;
 
@@ -67,6 +68,10 @@ void age(aw::test::db_session& s) {
          "SET started_at = started_at - interval '3 hours'");
 }
 
+std::string state_of(aw::test::db_session& s, int64_t id) {
+  return s.text("SELECT state FROM jobs WHERE id = " + std::to_string(id));
+}
+
 std::string partition_of(aw::test::db_session& s, int64_t id) {
   return s.text("SELECT tableoid::regclass::text FROM job_rows WHERE id = "
                 + std::to_string(id));
@@ -81,13 +86,6 @@ bool said(const std::vector<std::string>& lines, const std::string& what) {
     if (l.find(what) != std::string::npos)
       return true;
   return false;
-}
-
-std::vector<int64_t> ids_of(const std::vector<aw::claimed_job>& jobs) {
-  std::vector<int64_t> ids;
-  for (auto& j : jobs)
-    ids.push_back(j.id);
-  return ids;
 }
 
 } // namespace
@@ -150,8 +148,7 @@ BOOST_AUTO_TEST_CASE(a_partition_goes_whole_once_its_jobs_are_past_the_retention
   // A job of the batch still runs: it stays.
   BOOST_TEST(!said(store.maintain_lane_partitions(), "dropped"));
   BOOST_TEST(exists(s, "job_rows_lane_1"));
-  BOOST_TEST(s.text("SELECT state FROM jobs WHERE id = "
-                    + std::to_string(ids[3])) == "running");
+  BOOST_TEST(state_of(s, ids[3]) == "running");
   // Its batch closes, but within the retention: it stays.
   store.finish({outcome(claimed[3], outcome_kind::completed)});
   BOOST_TEST(!said(store.maintain_lane_partitions(), "dropped"));
@@ -207,8 +204,7 @@ BOOST_AUTO_TEST_CASE(jobs_that_leave_their_lane_leave_the_partition) {
   store.finish({outcome(claimed[0], outcome_kind::retryable_failure, "boom"),
                 outcome(claimed[2], outcome_kind::completed)});
   BOOST_TEST(partition_of(s, ids[0]) == "job_rows_main");
-  BOOST_TEST(s.text("SELECT state FROM jobs WHERE id = "
-                    + std::to_string(ids[0])) == "scheduled");
+  BOOST_TEST(state_of(s, ids[0]) == "scheduled");
   // ids[1] is released (a shutdown): a fresh lane key, past the cursor.
   BOOST_TEST(store.release({claimed[1]}, false) == 1);
   age(s);
@@ -226,8 +222,7 @@ BOOST_AUTO_TEST_CASE(jobs_that_leave_their_lane_leave_the_partition) {
   age(s);
   BOOST_TEST(said(store.maintain_lane_partitions(),
                   "dropped lane partition job_rows_lane_1"));
-  BOOST_TEST(s.text("SELECT state FROM jobs WHERE id = "
-                    + std::to_string(ids[0])) == "scheduled");
+  BOOST_TEST(state_of(s, ids[0]) == "scheduled");
   BOOST_TEST(s.text("SELECT last_error_message FROM jobs WHERE id = "
                     + std::to_string(ids[0])) == "boom");
 }
@@ -250,16 +245,14 @@ BOOST_AUTO_TEST_CASE(an_unfinished_job_left_by_a_closed_batch_is_put_back) {
   age(s);
   BOOST_TEST(!said(store.maintain_lane_partitions(), "dropped"));
   BOOST_TEST(partition_of(s, ids[2]) == "job_rows_lane_2");
-  BOOST_TEST(s.text("SELECT state FROM jobs WHERE id = "
-                    + std::to_string(ids[2])) == "available");
+  BOOST_TEST(state_of(s, ids[2]) == "available");
   auto back = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_REQUIRE((ids_of(back) == std::vector<int64_t>{ids[2]}));
   store.finish({outcome(back[0], outcome_kind::completed)});
   age(s);
   BOOST_TEST(said(store.maintain_lane_partitions(),
                   "dropped lane partition job_rows_lane_1"));
-  BOOST_TEST(s.text("SELECT state FROM jobs WHERE id = "
-                    + std::to_string(ids[2])) == "completed");
+  BOOST_TEST(state_of(s, ids[2]) == "completed");
 }
 
 BOOST_AUTO_TEST_CASE(a_partition_detached_but_not_dropped_goes_next_round) {

@@ -27,6 +27,7 @@
 
 using namespace std::chrono_literals;
 using aw::outcome_kind;
+using aw::test::ids_of;
 using aw::storage::job_store;
 using aw::test::contains;
 using aw::test::outcome;
@@ -69,13 +70,6 @@ std::vector<int64_t> enqueue_legacy(const aw::test::fresh_database& db, int n) {
   auto ids = enqueue_n(db, n);
   aw::test::db_session s{db.url};
   s.exec("UPDATE job_rows SET lane_gen = NULL WHERE lane_gen IS NOT NULL");
-  return ids;
-}
-
-std::vector<int64_t> ids_of(const std::vector<aw::claimed_job>& jobs) {
-  std::vector<int64_t> ids;
-  for (auto& j : jobs)
-    ids.push_back(j.id);
   return ids;
 }
 

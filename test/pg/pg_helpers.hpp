@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -38,6 +39,14 @@ inline aw::job_outcome outcome(const aw::claimed_job& job,
                                std::string message = {}) {
   return outcome(std::vector<aw::claimed_job>{job}, job.id, kind,
                  std::move(message));
+}
+
+/// The ids of `jobs`, in their order.
+inline std::vector<int64_t> ids_of(const std::vector<aw::claimed_job>& jobs) {
+  std::vector<int64_t> ids;
+  for (auto& j : jobs)
+    ids.push_back(j.id);
+  return ids;
 }
 
 /// The finish_result of each report (what most tests compare).
