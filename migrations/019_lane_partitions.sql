@@ -569,6 +569,125 @@ BEGIN
 END
 $$;
 
+-- Outcomes and releases lock their batches in batch id order (bodies as in
+-- 018 otherwise). A worker's storage connections may finish jobs of the
+-- same batches at once; GROUP BY alone hands the batches over in hash
+-- order once the plan is generic (below), and two connections locking two
+-- batches in opposite orders deadlocked in the soak (one recorded its
+-- outcomes one by one after it, nothing lost).
+CREATE OR REPLACE FUNCTION actor_worker_finish_lane(
+  p_worker text, p_jobs bigint[], p_batches bigint[], p_done boolean[],
+  p_delete boolean, p_in_doubt boolean DEFAULT false)
+RETURNS SETOF bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_batch  bigint;
+  v_done   bigint[];
+  v_failed bigint[];
+  v_rows   bigint;
+  v_count  bigint;
+  b        claim_batches;
+BEGIN
+  FOR v_batch, v_done, v_failed IN
+    SELECT o.b, array_agg(o.j) FILTER (WHERE o.done),
+           array_agg(o.j) FILTER (WHERE NOT o.done)
+      FROM unnest(p_jobs, p_batches, p_done) AS o(j, b, done)
+     GROUP BY o.b
+     ORDER BY o.b
+  LOOP
+    SELECT * INTO b FROM claim_batches AS cb
+     WHERE cb.id = v_batch AND cb.worker = p_worker AND cb.closed_at IS NULL
+       FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    v_count := 0;
+    IF v_done IS NOT NULL THEN
+      IF p_delete THEN
+        DELETE FROM job_rows AS r
+         WHERE r.id = ANY (v_done) AND r.ready_xid IS NOT NULL
+           AND r.state = 'available';
+        GET DIAGNOSTICS v_rows = ROW_COUNT;
+        v_count := v_count + v_rows;
+      ELSE
+        IF p_in_doubt THEN
+          SELECT array_agg(d) INTO v_done FROM unnest(v_done) AS d
+           WHERE NOT EXISTS (SELECT 1 FROM batch_completions AS c
+                              WHERE c.batch_id = v_batch AND d = ANY (c.ids));
+        END IF;
+        IF v_done IS NOT NULL THEN
+          INSERT INTO batch_completions (batch_id, ids)
+          VALUES (v_batch, v_done);
+          v_count := v_count + cardinality(v_done);
+        END IF;
+      END IF;
+    END IF;
+    IF v_failed IS NOT NULL THEN
+      UPDATE job_rows AS r
+         SET state = 'running', attempt = r.attempt + 1, locked_by = p_worker,
+             locked_at = now(), ready_xid = NULL
+       WHERE r.id = ANY (v_failed)
+         AND r.ready_xid IS NOT NULL AND r.state = 'available'
+         AND r.queue = b.queue AND r.priority = b.priority
+         AND (r.ready_xid > b.lo_xid OR (r.ready_xid = b.lo_xid AND r.id > b.lo_id))
+         AND (r.ready_xid < b.hi_xid OR (r.ready_xid = b.hi_xid AND r.id <= b.hi_id));
+      GET DIAGNOSTICS v_rows = ROW_COUNT;
+      v_count := v_count + v_rows;
+    END IF;
+    IF v_count > 0 THEN
+      UPDATE claim_batches AS cb
+         SET remaining = cb.remaining - v_count,
+             closed_at = CASE WHEN cb.remaining - v_count <= 0 THEN now() END
+       WHERE cb.id = v_batch;
+    END IF;
+    RETURN NEXT v_batch;
+  END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION actor_worker_release_lane(
+  p_worker text, p_jobs bigint[], p_batches bigint[], p_started boolean)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_batch    bigint;
+  v_n        integer;
+  v_ids      bigint[];
+  v_count    bigint;
+  v_released bigint := 0;
+  b          claim_batches;
+BEGIN
+  FOR v_batch, v_n, v_ids IN
+    SELECT o.b, count(*)::integer, array_agg(o.j)
+      FROM unnest(p_jobs, p_batches) AS o(j, b)
+     GROUP BY o.b
+     ORDER BY o.b
+  LOOP
+    SELECT * INTO b FROM claim_batches AS cb
+     WHERE cb.id = v_batch AND cb.worker = p_worker AND cb.closed_at IS NULL
+       FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    UPDATE job_rows AS r
+       SET ready_xid = pg_current_xact_id(),
+           attempt = r.attempt + CASE WHEN p_started THEN 1 ELSE 0 END
+     WHERE r.id = ANY (v_ids)
+       AND r.ready_xid IS NOT NULL AND r.state = 'available'
+       AND r.queue = b.queue AND r.priority = b.priority
+       AND (r.ready_xid > b.lo_xid OR (r.ready_xid = b.lo_xid AND r.id > b.lo_id))
+       AND (r.ready_xid < b.hi_xid OR (r.ready_xid = b.hi_xid AND r.id <= b.hi_id));
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    IF v_count > 0 THEN
+      -- Counted by what moved: a batch closes only when nothing is left.
+      UPDATE claim_batches AS cb
+         SET remaining = cb.remaining - v_count,
+             closed_at = CASE WHEN cb.remaining - v_count <= 0 THEN now() END
+       WHERE cb.id = v_batch;
+      PERFORM pg_notify('actor_worker_jobs', b.queue);
+    END IF;
+    v_released := v_released + v_count;
+  END LOOP;
+  RETURN v_released;
+END
+$$;
+
 -- The runtime's functions on the hot path plan their statements once per
 -- session (generic plans), and never compile them (JIT). With job_rows
 -- partitioned, a custom plan costs milliseconds to make, and its estimate
