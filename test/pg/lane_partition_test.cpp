@@ -362,18 +362,21 @@ BOOST_AUTO_TEST_CASE(an_upgrade_from_018_keeps_every_lane_job_where_it_was) {
           "WHERE worker = 'old'");
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
              == 8);
-  // Past the retention: the old batch's rows go row by row. The new batch
-  // took old rows and new ones: its old rows go after the new ones went
-  // with their partition (until then the batch says they completed).
+  // Past the retention: the old batch's rows go row by row. A new batch
+  // that took old rows and new ones keeps its old rows until the new ones
+  // went with their partition (until then it says they completed). (Its
+  // old rows go at once when the fence held the new rows back and a
+  // second claim took them: claim_settled claims again.)
   age(s);
-  BOOST_TEST(store.delete_expired(100) == 4);
+  auto first = store.delete_expired(100);
+  BOOST_TEST((first == 4 || first == 6));
   BOOST_TEST(said(store.maintain_lane_partitions(), "started"));
   enqueue_n(db, 1);
   age(s);
   BOOST_TEST(said(store.maintain_lane_partitions(), "dropped"));
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
-             == 2);
-  BOOST_TEST(store.delete_expired(100) == 2);
+             == 6 - first);
+  BOOST_TEST(store.delete_expired(100) == 6 - first);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 1);
   BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches") == 0);
 }
