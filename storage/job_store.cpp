@@ -846,11 +846,14 @@ std::vector<std::string> job_store::maintain_lane_partitions() {
   }
   // DETACH ... CONCURRENTLY cannot run in a transaction block. The names
   // come from the function above (job_rows_lane_N), never from input.
+  if (chores.empty())
+    return done;
+  pqxx::nontransaction tx(*conn_, "aw_lane_partition");
+  tx.exec_params("SELECT set_config('lock_timeout', $1, false)", lock_timeout);
+  // The connection goes on to cleanups and vacuums: no timeout for those.
+  auto reset = [&] { tx.exec("SELECT set_config('lock_timeout', '0', false)"); };
   for (auto& c : chores) {
     const auto table = conn_->quote_name(c.name);
-    pqxx::nontransaction tx(*conn_, "aw_lane_partition");
-    tx.exec_params("SELECT set_config('lock_timeout', $1, false)",
-                   lock_timeout);
     try {
       if (c.action == "finalize")
         tx.exec("ALTER TABLE job_rows DETACH PARTITION " + table
@@ -862,16 +865,16 @@ std::vector<std::string> job_store::maintain_lane_partitions() {
       run(tx, "aw_lane_generation_gone", c.gen);
       done.push_back("dropped lane partition " + c.name);
     } catch (const pqxx::sql_error& e) {
-      tx.exec("SELECT set_config('lock_timeout', '0', false)");
+      reset();
       if (!timed_out(e))
         throw;
       // An interrupted detach is finalized next round.
       done.push_back("lane partition " + c.name
                      + ": waited past its lock timeout");
-      break;
+      return done;
     }
-    tx.exec("SELECT set_config('lock_timeout', '0', false)");
   }
+  reset();
   return done;
 }
 
