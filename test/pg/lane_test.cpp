@@ -621,8 +621,11 @@ BOOST_AUTO_TEST_CASE(statements_on_a_batch_stay_within_its_range) {
   BOOST_TEST(state(c[3]) == "available");
   BOOST_TEST(s.scalar("SELECT attempt" + where(b[2])) == 0);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 8);
+  // Every batch closed: two, or more when the commit-order fence held a
+  // transaction back and claim_settled claimed again.
   BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches "
-                      "WHERE closed_at IS NOT NULL") == 2);
+                      "WHERE closed_at IS NULL") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches") >= 2);
   // Retention takes the eight completed jobs and leaves the four others.
   s.exec("UPDATE claim_batches SET closed_at = now() - interval '2 hours'");
   BOOST_TEST(store.delete_expired(100) == 8);
