@@ -16,7 +16,10 @@
 #      statement (aw-bench-enqueue --table), into narrow tables (id, kind, queue, priority, args, ready_xid) with
 #      the primary key and the lane index, the lane index only, the
 #      primary key only, and no index: how fast a client can enqueue into
-#      a row that can still be claimed in order, on this machine.
+#      a row that can still be claimed in order, on this machine; and
+#      into "packs" (aw-bench-enqueue --packs): one row per batch, kinds
+#      and args as checked arrays, ids as one block per pack or one
+#      sequence value per job (bench/results/2026-12-02-packed-enqueue.md).
 #
 #   bench/latency.sh
 #   RATE=1000 SECONDS_=30 bench/latency.sh
@@ -30,6 +33,7 @@
 #   RESULT enqueue_floor/jobs_view jobs=.. batch=.. jobs_per_sec=..
 #   RESULT enqueue_arrays/TABLE jobs=.. batch=.. seconds=.. jobs_per_sec=..
 #   RESULT enqueue_floor/bare_table jobs=.. batch=.. jobs_per_sec=..
+#   RESULT enqueue_packed/packs/IDS/runN jobs=.. batch=.. seconds=.. jobs_per_sec=..
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -109,13 +113,35 @@ narrow() {  # narrow NAME INDEXES...: a narrow lane row with the given indexes
   for idx in "$@"; do sql rows -c "create index on $name $idx"; done
 }
 narrow narrow_pk_lane "(id)" "(queue, priority, ready_xid, id)"
+# A pack: one row per batch, the jobs' kinds and args as arrays, checked
+# as job_rows checks each row (bench/results/2026-12-02-packed-enqueue.md).
+sql rows -c "create function pack_checked(kinds text[], args jsonb[]) returns boolean
+               language sql immutable as \$\$
+               select not exists (select 1 from unnest(kinds, args) as e(kind, args)
+                                   where e.kind = '' or octet_length(e.kind) > 200
+                                      or e.kind ~ '[[:cntrl:]]'
+                                      or jsonb_typeof(e.args) <> 'object') \$\$" \
+         -c "create sequence packs_blocks start 4503599627370496 increment 1024" \
+         -c "create sequence packs_ids" \
+         -c "create table packs (queue text not null, priority integer not null,
+                                 ready_xid xid8 not null, first_id bigint, ids bigint[],
+                                 n integer not null, kinds text[] not null,
+                                 args jsonb[] not null,
+                                 created_at timestamptz not null default now(),
+                                 check (cardinality(kinds) = n and cardinality(args) = n),
+                                 check (pack_checked(kinds, args)))" \
+         -c "create index on packs (queue, priority, ready_xid, coalesce(first_id, ids[1]))"
 narrow narrow_lane "(queue, priority, ready_xid, id)"
 narrow narrow_pk "(id)"
 narrow narrow_heap
 for ((rep = 1; rep <= REPS; rep++)); do
-  for table in job_rows narrow_pk_lane narrow_lane narrow_pk narrow_heap; do
-    sql rows -c "truncate $table" -c "checkpoint"
-    if [ "$table" = job_rows ]; then
+  for table in job_rows narrow_pk_lane narrow_lane narrow_pk narrow_heap packs/block packs/per_job; do
+    sql rows -c "truncate ${table%/*}" -c "checkpoint"
+    if [ "${table%/*}" = packs ]; then
+      "$TOOLS/aw-bench-enqueue" --url "postgresql://postgres@127.0.0.1:$PORT/rows" \
+        --jobs "$ENQUEUE_N" --batch "$ENQUEUE_BATCH" --packs packs --ids "${table#*/}" \
+        | sed "s/^\(RESULT [^ ]*\) /\1\/run$rep /"
+    elif [ "$table" = job_rows ]; then
       # enqueue_many itself: into the current lane partition (migration 019).
       "$TOOLS/aw-bench-enqueue" --url "postgresql://postgres@127.0.0.1:$PORT/rows" \
         --jobs "$ENQUEUE_N" --batch "$ENQUEUE_BATCH" \

@@ -11,8 +11,17 @@
 // of enqueue_many: what a row of that table costs, for tables shaped
 // differently from job_rows (bench/latency.sh).
 //
+// With --packs NAME, each batch goes into table NAME as one row (a "pack":
+// queue, priority, ready_xid, the jobs' ids, and their kinds and args as
+// two arrays), the layout bench/results/2026-12-02-packed-enqueue.md
+// measures. --ids says where the ids come from: "block" (one nextval of
+// NAME_blocks, a sequence that hands out blocks of 1024 ids: the pack
+// stores its first id) or "per_job" (one nextval of NAME_ids per job, the
+// pack stores them as an array).
+//
 // Prints `RESULT enqueue_many jobs=.. batch=.. seconds=.. jobs_per_sec=..`,
-// or `RESULT enqueue_arrays/NAME ...` with --table.
+// or `RESULT enqueue_arrays/NAME ...` with --table, or
+// `RESULT enqueue_packed/NAME/IDS ...` with --packs.
 
 #include <chrono>
 #include <cstdio>
@@ -30,7 +39,7 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "aw-bench-enqueue: " << why
             << "\nusage: aw-bench-enqueue --url URL [--jobs N] [--batch N] "
-               "[--table NAME]\n";
+               "[--table NAME | --packs NAME [--ids block|per_job]]\n";
   std::exit(2);
 }
 
@@ -39,6 +48,8 @@ namespace {
 int main(int argc, char** argv) {
   std::string url;
   std::string table;
+  std::string packs;
+  std::string ids = "block";
   long jobs = 1'000'000;
   long batch = 1000;
   for (int i = 1; i < argc; ++i) {
@@ -53,6 +64,12 @@ int main(int argc, char** argv) {
       url = value;
     else if (flag == "--table" && !value.empty())
       table = value;
+    else if (flag == "--packs" && !value.empty())
+      packs = value;
+    else if (flag == "--ids" && (value == "block" || value == "per_job"))
+      ids = value;
+    else if (flag == "--ids")
+      usage("--ids takes block or per_job, not '" + value + "'");
     else if (flag == "--jobs" && numeric)
       jobs = n;
     else if (flag == "--batch" && numeric)
@@ -64,6 +81,10 @@ int main(int argc, char** argv) {
   }
   if (url.empty())
     usage("--url is required");
+  if (!table.empty() && !packs.empty())
+    usage("--table and --packs exclude each other");
+  if (batch > 1024 && !packs.empty())
+    usage("--packs takes batches of at most 1024 jobs (one id block)");
   try {
     pqxx::connection conn{url};
     std::vector<aw::enqueue_request> requests(static_cast<size_t>(batch));
@@ -79,13 +100,41 @@ int main(int argc, char** argv) {
                     " FROM unnest($1::text[], $2::text[], $3::jsonb[],"
                     " $4::integer[]) AS u(kind, queue, args, priority)"
                     " RETURNING id";
+    // --packs: the batch as one row.
+    if (!packs.empty()) {
+      auto name = conn.quote_name(packs);
+      auto ids_of_batch =
+        ids == "block"
+          ? "nextval(" + conn.quote(packs + "_blocks") + "), NULL::bigint[]"
+          : "NULL::bigint, ARRAY(SELECT nextval(" + conn.quote(packs + "_ids")
+              + ") FROM generate_series(1, $4))";
+      statement = "INSERT INTO " + name
+                  + " (queue, priority, ready_xid, first_id, ids, n, kinds, args)"
+                    " SELECT $1, $2, pg_current_xact_id(), "
+                  + ids_of_batch
+                  + ", $4, $3::text[], $5::jsonb[]"
+                    " RETURNING coalesce(first_id, ids[1]) AS id, n";
+    }
     auto t0 = std::chrono::steady_clock::now();
     long done = 0;
     while (done < jobs) {
       auto n = std::min(batch, jobs - done);
       size_t returned = 0;
       pqxx::work tx{conn};
-      if (statement.empty()) {
+      if (!packs.empty()) {
+        std::string kinds = "{", args = "{";
+        for (long k = 0; k < n; ++k) {
+          const char* sep = k > 0 ? "," : "";
+          kinds += std::string{sep} + "\"noop\"";
+          args += std::string{sep} + "\"{\\\"n\\\": " + std::to_string(done + k)
+                  + "}\"";
+        }
+        kinds += '}';
+        args += '}';
+        auto row = tx.exec_params1(statement, "default", 0, kinds,
+                                   static_cast<int>(n), args);
+        returned = static_cast<size_t>(row["n"].as<long>());
+      } else if (statement.empty()) {
         requests.resize(static_cast<size_t>(n));
         for (long k = 0; k < n; ++k)
           requests[static_cast<size_t>(k)].args = nlohmann::json{{"n", done + k}};
@@ -118,8 +167,9 @@ int main(int argc, char** argv) {
                        std::chrono::steady_clock::now() - t0)
                        .count();
     std::printf("RESULT %s jobs=%ld batch=%ld seconds=%.3f jobs_per_sec=%.0f\n",
-                table.empty() ? "enqueue_many"
-                              : ("enqueue_arrays/" + table).c_str(),
+                !packs.empty() ? ("enqueue_packed/" + packs + "/" + ids).c_str()
+                : table.empty() ? "enqueue_many"
+                                : ("enqueue_arrays/" + table).c_str(),
                 done, batch, seconds, static_cast<double>(done) / seconds);
   } catch (const std::exception& e) {
     std::cerr << "aw-bench-enqueue: " << e.what() << "\n";
