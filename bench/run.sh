@@ -42,6 +42,11 @@
 #                           straight to PORT
 #   BIN                     an actor-worker binary (default: build Release
 #                           into BUILD_DIR, <repo>/build-bench)
+#   ENQUEUE (sql)           how the backlog is enqueued: sql (one INSERT INTO
+#                           jobs ... SELECT, the SQL contract) or packed
+#                           (aw::enqueue_many with bulk_layout::packed from
+#                           one client in batches of 1,000: packs, see
+#                           bench/results/2026-12-02-packed-enqueue.md)
 #   POLL_MS (20)            drain poll period; RUN_TIMEOUT (600) s per run
 #   LOG_LEVEL (info)        worker log level
 #
@@ -87,6 +92,17 @@ proc_cpu() {
 machine_cpu() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
 
 # ---- the binary ----------------------------------------------------------------------------------
+ENQUEUE=${ENQUEUE:-sql}
+case "$ENQUEUE" in sql|packed) ;; *) die "ENQUEUE is sql or packed, not '$ENQUEUE'" ;; esac
+ENQUEUE_TOOL=
+if [ "$ENQUEUE" = packed ]; then
+  echo "# building aw-bench-enqueue (Release) in $BUILD_DIR" >&2
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DAW_BUILD_TESTS=OFF \
+    -DAW_BUILD_BENCH=ON >/dev/null || die "cmake configure failed"
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target aw-bench-enqueue >/dev/null \
+    || die "build of aw-bench-enqueue failed"
+  ENQUEUE_TOOL=$BUILD_DIR/bench/aw-bench-enqueue
+fi
 if [ -n "${BIN:-}" ]; then
   [ -x "$BIN" ] || die "BIN=$BIN is not an executable"
 else
@@ -125,7 +141,7 @@ echo "# settings:"
 sql postgres -F '=' -c "select name, current_setting(name) from pg_settings where name in
   ('shared_buffers','synchronous_commit','fsync','full_page_writes','wal_level','max_wal_size',
    'checkpoint_timeout','max_connections','work_mem','autovacuum') order by 1" | sed 's/^/#   /'
-echo "# actor-worker: $BIN; cores $(nproc); N=$N REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none} QUEUE_TOML=${QUEUE_TOML:-none}"
+echo "# actor-worker: $BIN; cores $(nproc); N=$N ENQUEUE=$ENQUEUE REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none} QUEUE_TOML=${QUEUE_TOML:-none}"
 [ "$WORKER_PORT" = "$PORT" ] && [ -z "$DB_TOML" ] \
   || echo "# workers connect to port $WORKER_PORT (server: $PORT); DB_TOML=${DB_TOML//$'\n'/; }"
 
@@ -158,7 +174,9 @@ LEFT_SQL="select exists(select 1 from claim_batches where closed_at is null)
   or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
               where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
                 and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
-              order by r.ready_xid, r.id limit 1) x);"
+              order by r.ready_xid, r.id limit 1) x)
+  or exists(select 1 from claim_cursors c
+             where actor_worker_packed_past(c.queue, c.priority, c.last_xid, c.last_id));"
 
 RESULTS=()
 one_run() {
@@ -175,10 +193,16 @@ one_run() {
 
   local tq te
   tq=$(now)
-  sql "$db" -c "insert into jobs (kind, args)
-                select 'noop', jsonb_build_object('id', i) from generate_series(1, $N) as i"
+  if [ "$ENQUEUE" = packed ]; then
+    "$ENQUEUE_TOOL" --url "$url" --jobs "$N" --batch 1000 --layout packed >/dev/null \
+      || die "aw-bench-enqueue failed"
+  else
+    sql "$db" -c "insert into jobs (kind, args)
+                  select 'noop', jsonb_build_object('id', i) from generate_series(1, $N) as i"
+  fi
   te=$(fsub "$(now)" "$tq")
-  [ "$(sql "$db" -c "select count(*) from job_rows")" = "$N" ] || die "expected $N queued jobs"
+  [ "$(sql "$db" -c "select (select count(*) from job_rows) + (select coalesce(sum(n), 0) from job_packs)")" = "$N" ] \
+    || die "expected $N queued jobs"
   sql "$db" -c "analyze" -c "checkpoint"
 
   local i
@@ -257,7 +281,10 @@ EOF
   # jobs completed, as the database records them (the view derives it).
   local ran done_n dead
   ran=$(sed -n 's/.* \([0-9][0-9]*\) handler(s) ran;.*/\1/p' "$WORK/$db".p*.log | awk '{ s += $1 } END { print s + 0 }')
-  done_n=$(sql "$db" -c "select count(*) from jobs where state = 'completed' and attempt = 1")
+  done_n=$(sql "$db" -c "select count(*) from (select state, attempt from jobs
+                                               union all
+                                               select state, attempt from packed_jobs) as j
+                          where state = 'completed' and attempt = 1")
   dead=$(sql "$db" -c "select count(*) from dead_letter_jobs")
   [ "$ran" = "$N" ] || { cat "$WORK/$db".p*.log >&2; die "handlers ran $ran times for $N jobs"; }
   [ "$done_n" = "$N" ] && [ "$dead" = 0 ] \

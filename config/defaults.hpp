@@ -56,6 +56,10 @@ constexpr size_t max_config_bytes = 1024 * 1024;
 /// The longest kind or queue name, in bytes: names are identifiers shown in
 /// logs, tables and metrics, not payloads.
 constexpr size_t max_name_length = 200;
+/// Most jobs in one pack (bulk_layout::packed): a pack's ids are one block
+/// of the job_pack_blocks sequence (migrations/020_job_packs.sql), whose
+/// increment this must equal.
+constexpr size_t max_pack_jobs = 1024;
 
 /// The largest max_attempts a job may have (and the bound of its attempt
 /// and error counters in the schema, migrations/007_input_limits.sql), far

@@ -3,7 +3,10 @@
 // were enqueued. Each job has small args ({"n": i}), like the drain's.
 //
 //   aw-bench-enqueue --url postgresql://... [--jobs 1000000] [--batch 1000]
-//                    [--table NAME]
+//                    [--layout rows|packed] [--table NAME]
+//
+// --layout packed: enqueue_many with aw::bulk_layout::packed (one pack per
+// batch) instead of a row per job.
 //
 // With --table, the same batches go into table NAME instead, as the
 // statement enqueue_many's bulk path sends them (four arrays unnested into
@@ -39,7 +42,8 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "aw-bench-enqueue: " << why
             << "\nusage: aw-bench-enqueue --url URL [--jobs N] [--batch N] "
-               "[--table NAME | --packs NAME [--ids block|per_job]]\n";
+               "[--layout rows|packed] [--table NAME | --packs NAME "
+               "[--ids block|per_job]]\n";
   std::exit(2);
 }
 
@@ -50,6 +54,7 @@ int main(int argc, char** argv) {
   std::string table;
   std::string packs;
   std::string ids = "block";
+  auto layout = aw::bulk_layout::rows;
   long jobs = 1'000'000;
   long batch = 1000;
   for (int i = 1; i < argc; ++i) {
@@ -68,6 +73,10 @@ int main(int argc, char** argv) {
       packs = value;
     else if (flag == "--ids" && (value == "block" || value == "per_job"))
       ids = value;
+    else if (flag == "--layout" && (value == "rows" || value == "packed"))
+      layout = value == "rows" ? aw::bulk_layout::rows : aw::bulk_layout::packed;
+    else if (flag == "--layout")
+      usage("--layout takes rows or packed, not '" + value + "'");
     else if (flag == "--ids")
       usage("--ids takes block or per_job, not '" + value + "'");
     else if (flag == "--jobs" && numeric)
@@ -138,7 +147,7 @@ int main(int argc, char** argv) {
         requests.resize(static_cast<size_t>(n));
         for (long k = 0; k < n; ++k)
           requests[static_cast<size_t>(k)].args = nlohmann::json{{"n", done + k}};
-        returned = aw::enqueue_many(tx, requests).size();
+        returned = aw::enqueue_many(tx, requests, layout).size();
       } else {
         std::string kinds = "{", queues = "{", args = "{", priorities = "{";
         for (long k = 0; k < n; ++k) {
@@ -168,7 +177,8 @@ int main(int argc, char** argv) {
                        .count();
     std::printf("RESULT %s jobs=%ld batch=%ld seconds=%.3f jobs_per_sec=%.0f\n",
                 !packs.empty() ? ("enqueue_packed/" + packs + "/" + ids).c_str()
-                : table.empty() ? "enqueue_many"
+                : table.empty() ? (layout == aw::bulk_layout::packed
+                                     ? "enqueue_many/packed" : "enqueue_many")
                                 : ("enqueue_arrays/" + table).c_str(),
                 done, batch, seconds, static_cast<double>(done) / seconds);
   } catch (const std::exception& e) {
