@@ -7,7 +7,8 @@
 #      producers commit RATE single-job transactions per second for
 #      SECONDS seconds: commit -> handler start p50 / p95 / p99 / max.
 #   2. enqueue: aw::enqueue_many from one client, ENQUEUE_N jobs in
-#      transactions of ENQUEUE_BATCH (bench/tools/enqueue.cpp): jobs/s;
+#      transactions of ENQUEUE_BATCH (bench/tools/enqueue.cpp): jobs/s, as
+#      rows and as packs (bulk_layout::packed);
 #      then the server's floors for the same transactions: pgbench, one
 #      client, the jobs generated inside the server (no client data),
 #      through the `jobs` view and into a bare table.
@@ -29,7 +30,8 @@
 # this often, best reported), PORT (5495), PGDIR, BUILD_DIR.
 # Output: the tools' RESULT lines:
 #   RESULT latency jobs=.. p50_ms=.. p95_ms=.. p99_ms=.. max_ms=..
-#   RESULT enqueue_many jobs=.. batch=.. seconds=.. jobs_per_sec=..
+#   RESULT enqueue_many/runN jobs=.. batch=.. seconds=.. jobs_per_sec=..
+#   RESULT enqueue_many/packed/runN jobs=.. batch=.. seconds=.. jobs_per_sec=..
 #   RESULT enqueue_floor/jobs_view jobs=.. batch=.. jobs_per_sec=..
 #   RESULT enqueue_arrays/TABLE jobs=.. batch=.. seconds=.. jobs_per_sec=..
 #   RESULT enqueue_floor/bare_table jobs=.. batch=.. jobs_per_sec=..
@@ -69,6 +71,15 @@ for ((rep = 1; rep <= REPS; rep++)); do
     --jobs "$ENQUEUE_N" --batch "$ENQUEUE_BATCH" | sed "s/^RESULT enqueue_many /RESULT enqueue_many\/run$rep /"
   [ "$(sql enqueue -c "select count(*) from job_rows")" = "$ENQUEUE_N" ] \
     || die "expected $ENQUEUE_N jobs in the table"
+  # The same with bulk_layout::packed: one pack per transaction.
+  sql postgres -c "drop database if exists enqueue" -c "create database enqueue"
+  "$BIN" migrate --database-url "postgresql://postgres@127.0.0.1:$PORT/enqueue" --log-level warn
+  sql enqueue -c "checkpoint"
+  "$TOOLS/aw-bench-enqueue" --url "postgresql://postgres@127.0.0.1:$PORT/enqueue" \
+    --jobs "$ENQUEUE_N" --batch "$ENQUEUE_BATCH" --layout packed \
+    | sed "s/^RESULT enqueue_many\/packed /RESULT enqueue_many\/packed\/run$rep /"
+  [ "$(sql enqueue -c "select coalesce(sum(n), 0) from job_packs")" = "$ENQUEUE_N" ] \
+    || die "expected $ENQUEUE_N packed jobs"
 done
 
 # The server's own floor for the same inserts: pgbench commits transactions

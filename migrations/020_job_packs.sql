@@ -310,9 +310,37 @@ BEGIN
 END
 $$;
 
--- The jobs of a claimed batch, as 004's, packed jobs included (after the
--- batch's lane rows). A packed job's event row is made from its pack (what
+-- The packed jobs of batch b, as actor_worker_batch_jobs returns them
+-- (and their ready_xid), in claim order: the packs come in order and each
+-- unnests in order. A packed job's event row is made from its pack (what
 -- `jobs` shows for a lane job of an open batch) rather than looked up.
+CREATE FUNCTION actor_worker_batch_packed(
+  b claim_batches, p_default_deadline_ms bigint, p_observed text[])
+RETURNS TABLE (batch_id bigint, id bigint, kind text, args text,
+               priority integer, attempt integer, error_count integer,
+               max_attempts integer, metadata text, deadline_ms bigint,
+               event_row text, ready_xid xid8)
+LANGUAGE sql STABLE AS $$
+  SELECT b.id, p.first_id + e.o - 1, e.kind, e.args::text, p.priority,
+         1, 0, 0, '{}', p_default_deadline_ms,
+         CASE WHEN e.kind = ANY (p_observed)
+              THEN (actor_worker_row_json(
+                      actor_worker_pack_entry(p, e.o, e.kind, e.args))
+                    || jsonb_build_object('state', 'running', 'attempt', 1,
+                                          'locked_by', b.worker,
+                                          'locked_at', b.heartbeat_at))::text
+         END,
+         p.ready_xid
+    FROM actor_worker_packs_between(b.queue, b.priority, b.lo_xid, b.lo_id,
+                                    b.hi_xid, b.hi_id) AS p,
+         unnest(p.kinds, p.args) WITH ORDINALITY AS e(kind, args, o)
+   WHERE (p.ready_xid, p.first_id + e.o - 1) > (b.lo_xid, b.lo_id)
+     AND (p.ready_xid, p.first_id + e.o - 1) <= (b.hi_xid, b.hi_id)
+     AND (cardinality(p.unpacked) = 0
+          OR NOT (p.first_id + e.o - 1 = ANY (p.unpacked)))
+$$;
+
+-- The jobs of a claimed batch, as 004's, packed jobs included.
 CREATE OR REPLACE FUNCTION actor_worker_batch_jobs(
   p_batch bigint, p_default_deadline_ms bigint, p_observed text[])
 RETURNS TABLE (batch_id bigint, id bigint, kind text, args text,
@@ -332,38 +360,40 @@ BEGIN
   END IF;
   IF actor_worker_packs_overlap(b.queue, b.priority, b.lo_xid, b.lo_id,
                                 b.hi_xid, b.hi_id) THEN
-    -- The batch's lane rows (a packed job unpacked since is one), then its
-    -- packed jobs: each part in claim order.
-    RETURN QUERY
-    SELECT p_batch, r.id, r.kind, r.args::text, r.priority, r.attempt + 1,
-           r.error_count, coalesce(r.max_attempts, 0), r.metadata::text,
-           coalesce(r.deadline_ms, p_default_deadline_ms),
-           CASE WHEN r.kind = ANY (p_observed)
-                THEN (SELECT to_jsonb(j)::text FROM jobs AS j
-                       WHERE j.id = r.id) END
-      FROM actor_worker_batch_lane_rows(b) AS r
-     WHERE r.state = 'available';
+    -- The batch's packed jobs, and its lane rows (a packed job unpacked
+    -- since is one), in claim order: merged only when there are both (a
+    -- batch of packed jobs alone is in order as it comes).
+    IF NOT EXISTS (SELECT 1 FROM actor_worker_batch_lane_rows(b) AS r
+                    WHERE r.state = 'available') THEN
+      RETURN QUERY
+      SELECT u.batch_id, u.id, u.kind, u.args, u.priority, u.attempt,
+             u.error_count, u.max_attempts, u.metadata, u.deadline_ms,
+             u.event_row
+        FROM actor_worker_batch_packed(b, p_default_deadline_ms, p_observed) AS u;
+    ELSE
+      RETURN QUERY
+      SELECT u.batch_id, u.id, u.kind, u.args, u.priority, u.attempt,
+             u.error_count, u.max_attempts, u.metadata, u.deadline_ms,
+             u.event_row
+        FROM (SELECT p_batch, r.id, r.kind, r.args::text, r.priority,
+                     r.attempt + 1, r.error_count, coalesce(r.max_attempts, 0),
+                     r.metadata::text,
+                     coalesce(r.deadline_ms, p_default_deadline_ms),
+                     CASE WHEN r.kind = ANY (p_observed)
+                          THEN (SELECT to_jsonb(j)::text FROM jobs AS j
+                                 WHERE j.id = r.id) END,
+                     r.ready_xid
+                FROM actor_worker_batch_lane_rows(b) AS r
+               WHERE r.state = 'available'
+              UNION ALL
+              SELECT * FROM actor_worker_batch_packed(b, p_default_deadline_ms,
+                                                      p_observed))
+             AS u (batch_id, id, kind, args, priority, attempt, error_count,
+                   max_attempts, metadata, deadline_ms, event_row, ready_xid)
+       ORDER BY u.ready_xid, u.id;
+    END IF;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    RETURN QUERY
-    SELECT p_batch, p.first_id + e.o - 1, e.kind, e.args::text, p.priority, 1,
-           0, 0, '{}', p_default_deadline_ms,
-           CASE WHEN e.kind = ANY (p_observed)
-                THEN (actor_worker_row_json(
-                        actor_worker_pack_entry(p, e.o, e.kind, e.args))
-                      || jsonb_build_object('state', 'running', 'attempt', 1,
-                                            'locked_by', b.worker,
-                                            'locked_at', b.heartbeat_at))::text
-           END
-      FROM actor_worker_packs_between(b.queue, b.priority, b.lo_xid, b.lo_id,
-                                      b.hi_xid, b.hi_id) AS p,
-           unnest(p.kinds, p.args) WITH ORDINALITY AS e(kind, args, o)
-     WHERE (p.ready_xid, p.first_id + e.o - 1) > (b.lo_xid, b.lo_id)
-       AND (p.ready_xid, p.first_id + e.o - 1) <= (b.hi_xid, b.hi_id)
-       AND (cardinality(p.unpacked) = 0
-            OR NOT (p.first_id + e.o - 1 = ANY (p.unpacked)));
-    -- (Packs in order, each unnested in order: no sort.)
-    GET DIAGNOSTICS v_p = ROW_COUNT;
-    v_n := v_n + v_p;
+    v_p := v_n;
   ELSIF b.lo_xid = b.hi_xid THEN
     -- (The range of actor_worker_batch_rows, written out: one layer of
     -- function results fewer on the hot path.)

@@ -1,5 +1,6 @@
 #include "actor_worker/storage/admin_jobs.hpp"
 
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
 #include "sql_statements.hpp"
@@ -23,9 +24,25 @@ std::optional<std::string> job_json(pqxx::connection_base& conn, int64_t id) {
 
 std::string jobs_json(pqxx::connection_base& conn, const job_filter& f) {
   pqxx::read_transaction tx(conn);
-  auto row = tx.exec_params1(sql::admin_jobs_list, f.after, f.state, f.queue,
-                             f.kind, f.limit);
-  return row["jobs"].as<std::string>();
+  auto rows = tx.exec_params1(sql::admin_jobs_list, f.after, f.state, f.queue,
+                              f.kind, f.limit)["jobs"]
+                .as<std::string>();
+  // Packed jobs (ids above every other) fill the rest of the page.
+  auto page = nlohmann::json::parse(rows);
+  auto left = f.limit - static_cast<int64_t>(page.size());
+  if (left <= 0)
+    return rows;
+  auto after = page.empty() ? f.after : page.back()["id"].get<int64_t>();
+  auto packed = tx.exec_params1(sql::admin_jobs_list_packed, after, f.state,
+                                f.queue, f.kind, left)["jobs"]
+                  .as<std::string>();
+  if (page.empty())
+    return packed;
+  if (packed == "[]")
+    return rows;
+  // Both are JSON arrays: joined as text, so each row stays as the
+  // database wrote it.
+  return rows.substr(0, rows.rfind(']')) + ", " + packed.substr(packed.find('[') + 1);
 }
 
 namespace {
@@ -92,6 +109,8 @@ cancel_report cancel_job(pqxx::transaction_base& tx, int64_t id,
       tx.exec_params(sql::admin_job_lock_lane,
                      rows[0]["queue"].as<std::string>(),
                      rows[0]["priority"].as<int>());
+    // A packed job gets its row first (the view's rules change rows).
+    tx.exec_params(sql::admin_job_unpack, id);
     tx.exec_params(sql::admin_job_lock_row, id);
     auto cancelled = tx.exec_params(sql::admin_job_cancel, id, notify_channel);
     if (!cancelled.empty()) {
@@ -134,6 +153,8 @@ retry_report retry_job(pqxx::transaction_base& tx, int64_t id,
   report.position = *found;
   const auto& state = found->state;
   pqxx::result changed;
+  // A packed job gets its row first (the view's rules change rows).
+  tx.exec_params(sql::admin_job_unpack, id);
   tx.exec_params(sql::admin_job_lock_row, id);
   if (state == "scheduled" || state == "available") {
     changed = tx.exec_params(sql::admin_job_run_now, id, notify_channel);

@@ -174,6 +174,12 @@ dashboard_page dashboard_jobs(pqxx::connection_base& conn,
                                    f.queue, f.kind, limit),
                    limit));
   }
+  // Packed jobs (never cancelled in their pack: a cancel unpacks them).
+  if (s.empty() || s == "available" || s == "running" || s == "completed")
+    sources.push_back(budgeted(tx.exec_params1(sql::dashboard_jobs_packed,
+                                               before, s, f.queue, f.kind,
+                                               limit, lane_budget),
+                               limit, lane_budget));
   auto m = merge(sources, limit);
   dashboard_page page;
   page.next_before = m.next_before;

@@ -49,6 +49,10 @@ const std::vector<required_table>& required_schema() {
      {"queue", "paused", "paused_at", "global_concurrency", "rate_limit",
       "rate_period", "updated_at"}},
     {"queue_starts", {"queue", "started_at", "jobs"}},
+    // Packs (migrations/020).
+    {"job_packs",
+     {"first_id", "queue", "priority", "ready_xid", "n", "kinds", "args",
+      "created_at", "unpacked"}},
   };
   return tables;
 }
@@ -64,7 +68,10 @@ const std::vector<required_function>& required_functions() {
     {"actor_worker_queue_controls_notify", 0},
     // Lane partitions (migrations/019).
     {"actor_worker_rotate_lanes", 1},
-    {"actor_worker_lane_partition_chores", 1}};
+    {"actor_worker_lane_partition_chores", 1},
+    // Packs (migrations/020).
+    {"actor_worker_unpack", 1},
+    {"actor_worker_packed_jobs", 1}};
   // Not asked for: actor_worker_claim_unlimited (008's claim as 013 renamed
   // it), called by nothing since 016's claim reads the controls itself.
   return functions;
