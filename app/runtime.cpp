@@ -319,7 +319,8 @@ int64_t runtime::enqueue(const std::string& kind, const nlohmann::json& args,
 }
 
 std::vector<int64_t>
-runtime::enqueue_many(const std::vector<enqueue_request>& jobs) {
+runtime::enqueue_many(const std::vector<enqueue_request>& jobs,
+                      bulk_layout layout) {
   if (jobs.empty())
     return {};
   auto& home = cfg_.database_of(jobs.front().options.queue);
@@ -333,7 +334,7 @@ runtime::enqueue_many(const std::vector<enqueue_request>& jobs) {
           "separately");
   return on_database(home, [&](pqxx::connection& conn) {
     pqxx::work tx{conn, "aw_enqueue"};
-    auto ids = aw::enqueue_many(tx, jobs);
+    auto ids = aw::enqueue_many(tx, jobs, layout);
     tx.commit();
     return ids;
   });

@@ -693,6 +693,31 @@ BOOST_AUTO_TEST_CASE(enqueue_jsonl_inserts_every_line_in_batches) {
              == 2500);
 }
 
+BOOST_AUTO_TEST_CASE(enqueue_jsonl_packed_stores_plain_jobs_as_packs) {
+  aw::test::fresh_database db;
+  std::string lines;
+  for (int i = 0; i < 1500; ++i)
+    lines += nlohmann::json{{"kind", "noop"}, {"args", {{"i", i}}}}.dump() + "\n";
+  lines += R"({"kind": "mail", "tags": ["x"]})" "\n"; // an option: a row
+  temp_file file{lines, ".jsonl"};
+  auto r = run_binary("enqueue --jsonl " + file.path + " --packed", db.url);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out == "1501\n");
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_packs") == 2);
+  BOOST_TEST(s.scalar("SELECT count(DISTINCT args->>'i') FROM packed_jobs") == 1500);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 1);
+  // A packed job shows, and lists, like any other.
+  auto id = s.scalar("SELECT min(id) FROM packed_jobs");
+  r = run_binary("jobs show " + std::to_string(id), db.url);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(contains(r.out, "noop"), r.out);
+  // --packed is for bulk enqueues only.
+  r = run_binary("enqueue noop --packed", db.url);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(contains(r.err, "--packed goes with --jsonl"), r.err);
+}
+
 BOOST_AUTO_TEST_CASE(enqueue_jsonl_with_a_bad_line_names_it_and_inserts_nothing) {
   aw::test::fresh_database db;
   struct bad {

@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,14 +37,17 @@ namespace {
 
 constexpr int64_t first_packed_id = int64_t{1} << 52;
 
+// fence_wait is long for the reason lane_test gives (a transaction of
+// another suite may hold the cluster-wide fence).
 job_store make_store(const aw::test::fresh_database& db,
-                     std::chrono::milliseconds retention = 1h) {
+                     std::chrono::milliseconds retention = 1h,
+                     std::chrono::milliseconds fence_wait = 30s) {
   aw::storage::job_store_options opts;
   opts.url = db.url;
   opts.worker_id = "w1";
   opts.completed_retention = retention;
   opts.reclaim_window = 120s;
-  opts.fence_wait = 30s;
+  opts.fence_wait = fence_wait;
   return job_store{opts};
 }
 
@@ -255,6 +259,36 @@ BOOST_AUTO_TEST_CASE(kinds_the_worker_cannot_run_are_set_aside) {
   store.serve({"noop", "other"});
   auto other = aw::test::claim_settled(store, "default", 10).jobs;
   BOOST_TEST(ids_of(other) == std::vector<int64_t>{ids[1]});
+}
+
+BOOST_AUTO_TEST_CASE(packed_jobs_behind_a_transaction_left_open_run_anyway) {
+  aw::test::fresh_database db;
+  // Someone else's transaction with an id stays open...
+  auto idle = db.connect();
+  pqxx::work idle_tx{*idle};
+  idle_tx.exec("SELECT pg_current_xact_id()");
+  auto ids = enqueue(db, noops(3));
+  auto store = make_store(db, 1h, 200ms);
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
+  // ...longer than fence_wait: the packed jobs behind it get rows on the
+  // row-per-state path and run.
+  std::vector<aw::claimed_job> got;
+  aw::test::wait_until(
+    [&] {
+      for (auto& j : store.claim("default", 10).jobs)
+        got.push_back(j);
+      return got.size() >= 3;
+    },
+    10s);
+  std::set<int64_t> claimed;
+  for (auto& j : got) {
+    claimed.insert(j.id);
+    BOOST_TEST(j.batch_id == 0);
+  }
+  BOOST_TEST(claimed == std::set<int64_t>(ids.begin(), ids.end()));
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM packed_jobs") == 0);
+  idle_tx.abort();
 }
 
 BOOST_AUTO_TEST_CASE(admin_cancel_and_retry_of_packed_jobs) {
