@@ -1075,26 +1075,31 @@ DECLARE
   v_lost bigint[];
   v_pack_xid xid8;
   v_pack_id bigint;
+  v_last bigint;
 BEGIN
   FOR l IN SELECT * FROM claim_cursors ORDER BY queue, priority LOOP
     -- Bounded by jobs (and batches with no job left): batches are as small
     -- as one job when enqueues trickle in, and retention must keep up with
     -- completions.
     EXIT WHEN v_deleted + v_batches >= p_max_jobs;
-    -- (020) Packs, oldest first. A pack goes once the cursor is past its
-    -- last job and every batch over it closed before the cutoff (its
-    -- batches are at most one per job, consecutive in range order). As
-    -- the safety net above: a job still in it without a receipt gets a
-    -- row with a fresh lane key (it runs again), and the pack goes in a
-    -- later round.
+    -- (020) Packs, oldest first. A pack goes once the cursor is past the
+    -- last job still in it and every batch over it closed before the
+    -- cutoff (its batches are at most one per job, consecutive in range
+    -- order). As the safety net above: a job still in it without a
+    -- receipt gets a row with a fresh lane key (it runs again), and the
+    -- pack goes in a later round.
     FOR p IN
       SELECT * FROM job_packs AS x
        WHERE x.queue = l.queue AND x.priority = l.priority
        ORDER BY x.ready_xid, x.first_id
          FOR UPDATE SKIP LOCKED
     LOOP
-      EXIT WHEN v_deleted + v_batches >= p_max_jobs
-             OR (l.last_xid, l.last_id) < (p.ready_xid, p.first_id + p.n - 1);
+      EXIT WHEN v_deleted + v_batches >= p_max_jobs;
+      -- (Its last job still in it: those after it may have left unclaimed,
+      -- a cancel or the fence, and the cursor never meets their keys.)
+      v_last := (SELECT max(r.id) FROM actor_worker_pack_rows(p) AS r);
+      EXIT WHEN v_last IS NOT NULL
+                AND (l.last_xid, l.last_id) < (p.ready_xid, v_last);
       EXIT WHEN EXISTS (
         SELECT 1 FROM (SELECT * FROM claim_batches AS x
                         WHERE x.queue = l.queue AND x.priority = l.priority

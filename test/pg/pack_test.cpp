@@ -89,6 +89,13 @@ std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int64_t>& 
   return a;
 }
 
+// Claims up to `limit` jobs of the default queue, which must be `n`.
+std::vector<aw::claimed_job> claim_exactly(job_store& store, int limit, size_t n) {
+  auto jobs = aw::test::claim_settled(store, "default", limit).jobs;
+  BOOST_REQUIRE_EQUAL(jobs.size(), n);
+  return jobs;
+}
+
 // The batches that closed, two hours ago.
 void age(aw::test::db_session& s) {
   s.exec("UPDATE claim_batches SET closed_at = closed_at - interval '2 hours' "
@@ -187,8 +194,7 @@ BOOST_AUTO_TEST_CASE(outcomes_of_packed_jobs) {
   auto store = make_store(db);
   aw::test::db_session s{db.url};
   auto ids = enqueue(db, noops(4));
-  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
-  BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
+  auto claimed = claim_exactly(store, 10, 4);
 
   // A completion is a receipt: the job stays in its pack.
   auto reports = store.finish({outcome(claimed[0], outcome_kind::completed),
@@ -224,8 +230,7 @@ BOOST_AUTO_TEST_CASE(an_expired_batch_of_packed_jobs_is_rescued) {
   auto store = make_store(db);
   aw::test::db_session s{db.url};
   auto ids = enqueue(db, noops(3));
-  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
-  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  auto claimed = claim_exactly(store, 10, 3);
   store.finish({outcome(claimed[0], outcome_kind::completed)});
   // The worker died: its batch's heartbeat is older than the window.
   s.exec("UPDATE claim_batches SET heartbeat_at = now() - interval '1 hour'");
@@ -353,6 +358,24 @@ BOOST_AUTO_TEST_CASE(retention_deletes_a_finished_pack_whole) {
   BOOST_TEST(ids_of(rest) == later);
 }
 
+BOOST_AUTO_TEST_CASE(a_pack_whose_last_job_left_unclaimed_goes_too) {
+  // The cursor never meets the key of a job cancelled before its claim:
+  // the pack goes once the cursor is past the last job still in it.
+  aw::test::fresh_database db;
+  auto store = make_store(db);
+  aw::test::db_session s{db.url};
+  auto ids = enqueue(db, noops(3));
+  auto conn = db.connect();
+  aw::storage::cancel_job(*conn, ids[2], "actor_worker_jobs", "actor_worker_cancel");
+  auto claimed = claim_exactly(store, 10, 2);
+  store.finish({outcome(claimed[0], outcome_kind::completed),
+                outcome(claimed[1], outcome_kind::completed)});
+  age(s);
+  BOOST_TEST(store.delete_expired(100) == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_packs") == 0);
+  BOOST_TEST(row_state(s, ids[2]) == "cancelled");
+}
+
 BOOST_AUTO_TEST_CASE(a_job_its_closed_batch_left_unfinished_is_put_back) {
   // The safety net of 018's retention, for packs: should a batch ever
   // close with a packed job unfinished, the job runs again rather than go
@@ -361,8 +384,7 @@ BOOST_AUTO_TEST_CASE(a_job_its_closed_batch_left_unfinished_is_put_back) {
   auto store = make_store(db);
   aw::test::db_session s{db.url};
   auto ids = enqueue(db, noops(3));
-  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
-  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  auto claimed = claim_exactly(store, 10, 3);
   store.finish({outcome(claimed[0], outcome_kind::completed),
                 outcome(claimed[1], outcome_kind::completed)});
   s.exec("UPDATE claim_batches SET closed_at = now(), remaining = 0");
@@ -384,8 +406,7 @@ BOOST_AUTO_TEST_CASE(with_retention_zero_a_pack_goes_once_its_jobs_completed) {
   auto store = make_store(db, 0ms);
   aw::test::db_session s{db.url};
   auto ids = enqueue(db, noops(3));
-  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
-  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  auto claimed = claim_exactly(store, 10, 3);
   store.finish({outcome(claimed[0], outcome_kind::completed),
                 outcome(claimed[1], outcome_kind::completed)});
   BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches WHERE closed_at IS NULL")
@@ -411,8 +432,7 @@ BOOST_AUTO_TEST_CASE(the_queue_counts_and_events_include_packed_jobs) {
   };
   BOOST_TEST(available() == 5);
   store.observe({"noop"});
-  auto claimed = aw::test::claim_settled(store, "default", 2).jobs;
-  BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
+  auto claimed = claim_exactly(store, 2, 2);
   BOOST_TEST(available() == 3);
   // The started event's row, and the completed one's.
   auto started = nlohmann::json::parse(claimed[0].started_row);
@@ -434,8 +454,7 @@ BOOST_AUTO_TEST_CASE(the_dashboard_lists_packed_jobs_newest_first) {
   auto store = make_store(db);
   auto rows = enqueue(db, noops(2), aw::bulk_layout::rows);
   auto packed = enqueue(db, noops(3));
-  auto claimed = aw::test::claim_settled(store, "default", 3).jobs;
-  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  auto claimed = claim_exactly(store, 3, 3);
   store.finish({outcome(claimed[2], outcome_kind::completed)}); // packed[0]
   auto conn = db.connect();
   auto list = [&](const std::string& state, int64_t before = 0) {
