@@ -818,14 +818,20 @@ std::vector<std::string> job_store::maintain_lane_partitions() {
     return e.sqlstate() == "55P03" || e.sqlstate() == "57014";
   };
   try {
-    pqxx::work tx(*conn_, "aw_lane_rotate");
-    tx.exec_params("SELECT set_config('lock_timeout', $1, true)",
-                   lock_timeout);
-    auto r = run(tx, "aw_lane_rotate", every.count() / 1000.0);
-    tx.commit();
-    if (!r.empty() && !r[0]["gen"].is_null())
-      done.push_back("started lane partition job_rows_lane_"
-                     + r[0]["gen"].as<std::string>());
+    // Two steps, two transactions (migrations/021): the first adds a due
+    // generation's partition, pending; the second starts it once the
+    // attach has committed, so that no enqueue is routed to a partition
+    // its backend does not know yet.
+    for (int step = 0; step < 2; ++step) {
+      pqxx::work tx(*conn_, "aw_lane_rotate");
+      tx.exec_params("SELECT set_config('lock_timeout', $1, true)",
+                     lock_timeout);
+      auto r = run(tx, "aw_lane_rotate", every.count() / 1000.0);
+      tx.commit();
+      if (!r.empty() && !r[0]["gen"].is_null())
+        done.push_back("started lane partition job_rows_lane_"
+                       + r[0]["gen"].as<std::string>());
+    }
   } catch (const pqxx::sql_error& e) {
     if (!timed_out(e))
       throw;

@@ -209,7 +209,8 @@ public:
 
   /// Lane partitions (migrations/019_lane_partitions.sql): starts the next
   /// generation when the current one is due (see
-  /// defaults::lane_generations_per_retention), finishes a detach that was
+  /// defaults::lane_generations_per_retention; added and started in two
+  /// transactions, migrations/021), finishes a detach that was
   /// interrupted, and detaches and drops the partition whose jobs all
   /// finished longer ago than the retention. A lock it cannot get within
   /// defaults::lane_partition_lock_timeout waits for the next round.

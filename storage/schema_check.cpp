@@ -17,7 +17,7 @@ const std::vector<required_table>& required_schema() {
       "finalized_at", "metadata", "tags", "deadline_ms", "deadline_at",
       "callback_id", "callback_timeout_at", "callback_result", "ordering_key",
       "unique_key", "unique_states", "ready_xid", "args_bytes", "lane_gen"}},
-    {"lane_generations", {"gen", "started_at"}},
+    {"lane_generations", {"gen", "started_at", "added_xid"}},
     {"claim_cursors", {"queue", "priority", "last_xid", "last_id"}},
     {"claim_batches",
      {"id", "queue", "priority", "lo_xid", "lo_id", "hi_xid", "hi_id",

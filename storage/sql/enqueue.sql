@@ -3,8 +3,9 @@
 -- due at once without an ordering key go on their queue's lane (a lane key,
 -- ready_xid); the others take the row-per-state path (see
 -- migrations/004_fast_lane.sql), as the `jobs` view's INSERT rule does.
--- lane_gen routes lane rows to the current lane partition (019); rows off
--- the lanes go to job_rows_main whatever it says.
+-- lane_gen routes lane rows to the current lane partition (019): the newest
+-- generation started before this transaction did (021). Rows off the lanes
+-- go to job_rows_main whatever it says.
 INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
                       max_attempts, metadata, tags, deadline_ms, ordering_key,
                       ready_xid, lane_gen)
@@ -14,7 +15,8 @@ SELECT r.kind, r.queue, r.args,
        r.ordering_key,
        CASE WHEN r.run_at = now() AND r.ordering_key IS NULL
             THEN pg_current_xact_id() END,
-       (SELECT max(g.gen) FROM lane_generations AS g)
+       (SELECT max(g.gen) FROM lane_generations AS g
+         WHERE g.started_at <= now())
   FROM (SELECT e.doc->>'kind' AS kind,
                e.doc->>'queue' AS queue,
                e.doc->'args' AS args,
