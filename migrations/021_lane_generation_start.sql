@@ -298,3 +298,7 @@ BEGIN
 END
 $$;
 
+-- CREATE OR REPLACE dropped the settings 020 gave it.
+ALTER FUNCTION actor_worker_unpack(bigint[])
+  SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION actor_worker_unpack(bigint[]) SET jit = off;

@@ -3,6 +3,7 @@
 // persistent connection (for polling loops, where opening a connection per
 // check would dominate the run time) and a few string checks.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -82,6 +83,18 @@ inline aw::claim_result claim_settled(aw::storage::job_store& store,
                             result.jobs.empty() ? max_bytes : max_bytes - used);
     for (auto& j : more.jobs)
       result.jobs.push_back(std::move(j));
+    // Every retry's report of jobs set aside counts, merged by kind and
+    // priority.
+    for (auto& s : more.set_aside) {
+      auto same = std::find_if(
+        result.set_aside.begin(), result.set_aside.end(), [&](auto& x) {
+          return x.kind == s.kind && x.priority == s.priority;
+        });
+      if (same == result.set_aside.end())
+        result.set_aside.push_back(std::move(s));
+      else
+        same->count += s.count;
+    }
     result.more_soon = more.more_soon;
     result.byte_bound = more.byte_bound;
   }
