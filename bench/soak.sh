@@ -6,6 +6,7 @@
 #   bench/soak.sh                       # 30 minutes (about 35 with the setup)
 #   MINUTES=5 bench/soak.sh             # a quick look
 #   RATE=20000 bench/soak.sh            # a fixed enqueue rate (jobs/s)
+#   ENQUEUE=packed bench/soak.sh        # the producer writes packs (020)
 #
 # Steps: fresh database -> `actor-worker migrate` -> DRAIN_N no-op jobs in
 # one INSERT -> one `actor-worker run` (shipped defaults apart from
@@ -15,8 +16,9 @@
 # -> the backlog drains -> SIGTERM -> every job ran exactly once.
 #
 # Every SAMPLE_S seconds (60) the script samples the queue tables: live and
-# dead tuples of job_rows, claim_batches, batch_completions, claim_cursors
-# (pg_stat_user_tables; job_rows' figures summed over its partitions),
+# dead tuples of job_rows, claim_batches, batch_completions, claim_cursors,
+# job_packs (pg_stat_user_tables; job_rows' figures summed over its
+# partitions),
 # job_rows' size with its indexes, the backlog (lane jobs past the claim
 # cursor), vacuums so far (the worker's own and autovacuum's), and how many
 # partitions job_rows has (migration 019: lane rows are dropped a partition
@@ -37,12 +39,20 @@
 #   - dead tuples of job_rows stay under DEAD_BOUND (default: 25% of the
 #     rows retention keeps, RATE x retention, plus the default vacuum
 #     threshold), and of each small table (claim_batches,
-#     batch_completions, claim_cursors) under 100,000;
+#     batch_completions, claim_cursors, job_packs) under 100,000;
 #   - claim latency p99 (median of the worker's 10 s windows) of the last 5
 #     minutes is at most 1.5 x that of the first 5 plus 2 ms.
 #
+# ENQUEUE=packed: each producer transaction writes its BATCH jobs as one
+# pack (migrations/020_job_packs.sql, the row aw::enqueue_many writes with
+# bulk_layout::packed) instead of BATCH rows through `jobs`: the claim,
+# completion and retention of packs under load. The backlog then counts
+# packed jobs past the cursor too, and job_packs is sampled with the small
+# tables.
+#
 # Knobs: MINUTES (30), RATE (70% of the drain), DRAIN_N (200000), BATCH
 # (100 jobs per producer transaction), PRODUCERS (2 pgbench clients),
+# ENQUEUE (sql or packed),
 # CONCURRENCY (10, the shipped default), RETENTION (5m), SAMPLE_S (60),
 # DEAD_BOUND, PORT (5499), PGDIR, BIN / BUILD_DIR (as in run.sh), OUT (a
 # copy of the output).
@@ -62,6 +72,8 @@ CONCURRENCY=${CONCURRENCY:-10}
 RETENTION=${RETENTION:-5m}
 SAMPLE_S=${SAMPLE_S:-60}
 PORT=${PORT:-5499}
+ENQUEUE=${ENQUEUE:-sql}
+case "$ENQUEUE" in sql|packed) ;; *) die "ENQUEUE is sql or packed, not '$ENQUEUE'" ;; esac
 
 "$ROOT/scripts/install-deps.sh"   # also gawk, and pgbench (postgresql)
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
@@ -92,10 +104,19 @@ LEFT_SQL="select exists(select 1 from claim_batches where closed_at is null)
   or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
               where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
                 and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
-              order by r.ready_xid, r.id limit 1) x)"
-BACKLOG_SQL="(select count(*) from claim_cursors c, lateral (select 1 from job_rows r
+              order by r.ready_xid, r.id limit 1) x)
+  or exists(select 1 from claim_cursors c
+             where actor_worker_packed_past(c.queue, c.priority, c.last_xid, c.last_id))"
+# Packed jobs past the cursor: a whole pack past it, or the rest of the one
+# it stands in.
+BACKLOG_SQL="select (select count(*) from claim_cursors c, lateral (select 1 from job_rows r
               where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
-                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)) x)"
+                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)) x)
+           + (select coalesce(sum(case when (p.ready_xid, p.first_id) > (c.last_xid, c.last_id)
+                                       then p.n else p.first_id + p.n - 1 - c.last_id end), 0)
+                from claim_cursors c join job_packs p
+                  on p.queue = c.queue and p.priority = c.priority
+               where (p.ready_xid, p.first_id + p.n - 1) > (c.last_xid, c.last_id))"
 wait_drained() {
   local limit=$1 t0
   t0=$(now)
@@ -130,13 +151,21 @@ DRAIN_S=$(fsub "$(now)" "$T0")
 DRAIN_RATE=$(fdiv "$DRAIN_N" "$DRAIN_S" 0)
 RATE=${RATE:-$(fdiv "$((DRAIN_RATE * 7))" 10 0)}
 TPS=$(fdiv "$RATE" "$BATCH" 1)
+HOW="through the jobs view"
+[ "$ENQUEUE" = sql ] || HOW="as one pack each (job_packs)"
 echo "# drain: $DRAIN_N jobs in ${DRAIN_S}s = $DRAIN_RATE jobs/s; the producer enqueues $RATE jobs/s" \
-     "($TPS transactions/s of $BATCH jobs through the jobs view, $PRODUCERS pgbench clients) for $MINUTES min"
+     "($TPS transactions/s of $BATCH jobs $HOW, $PRODUCERS pgbench clients) for $MINUTES min"
 
 # ---- the soak -----------------------------------------------------------------------------------
-cat >"$WORK/enqueue.sql" <<EOF
+if [ "$ENQUEUE" = sql ]; then
+  cat >"$WORK/enqueue.sql" <<EOF
 insert into jobs (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $BATCH) as g;
 EOF
+else
+  cat >"$WORK/enqueue.sql" <<EOF
+insert into job_packs (first_id, queue, priority, n, kinds, args) select nextval('job_pack_blocks'), 'default', 0, $BATCH, array_fill('noop'::text, array[$BATCH]), array(select jsonb_build_object('n', g) from generate_series(1, $BATCH) as g);
+EOF
+fi
 DURATION=$((MINUTES * 60))
 SOAK_START=$(now)
 SOAK_START_WALL=$(date -u '+%Y-%m-%d %H:%M:%S')
@@ -152,7 +181,7 @@ STATS_SQL="select string_agg(name || ':' || live || ':' || dead || ':' || vac, '
                           sum(vacuum_count + autovacuum_count) as vac
                      from pg_stat_user_tables
                     where relname in ('job_rows', 'job_rows_main', 'claim_batches',
-                                      'batch_completions', 'claim_cursors')
+                                      'batch_completions', 'claim_cursors', 'job_packs')
                        or relname like 'job_rows_lane_%'
                     group by 1) as t"
 SIZE_SQL="select pg_total_relation_size('job_rows')
@@ -214,22 +243,23 @@ gawk -v start="$START_EPOCH" -v sample="$SAMPLE_S" '
   }' "$WORK/worker.log" | sort -n >"$WORK/minutes"
 
 echo
-echo "| minute | completed/s | claim p99 ms (median of 10 s windows) | backlog | job_rows live | job_rows dead | job_rows MB | claim_batches dead | batch_completions dead | claim_cursors dead | vacuums of job_rows | partitions of job_rows |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| minute | completed/s | claim p99 ms (median of 10 s windows) | backlog | job_rows live | job_rows dead | job_rows MB | claim_batches dead | batch_completions dead | claim_cursors dead | job_packs live | job_packs dead | vacuums of job_rows | partitions of job_rows |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 gawk -v sample="$SAMPLE_S" '
   FNR == NR { done[$1] = $2; p99[$1] = $3; next }
   {
     for (i = 2; i <= NF; i++) {
-      if ($i ~ /^(job_rows|claim_batches|batch_completions|claim_cursors):/) {
+      if ($i ~ /^(job_rows|claim_batches|batch_completions|claim_cursors|job_packs):/) {
         split($i, f, ":"); live[f[1]] = f[2]; dead[f[1]] = f[3]; vac[f[1]] = f[4]
       } else if ($i ~ /^size:/) { split($i, f, ":"); size = f[2]
       } else if ($i ~ /^parts:/) { split($i, f, ":"); parts = f[2]
       } else if ($i ~ /^backlog:/) { split($i, f, ":"); backlog = f[2] }
     }
     m = $1
-    printf "| %d | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", m, done[m] / sample,
+    printf "| %d | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", m, done[m] / sample,
       p99[m], backlog, live["job_rows"], dead["job_rows"], size / 1048576, dead["claim_batches"],
-      dead["batch_completions"], dead["claim_cursors"], vac["job_rows"], parts
+      dead["batch_completions"], dead["claim_cursors"], live["job_packs"] + 0, dead["job_packs"] + 0,
+      vac["job_rows"], parts
   }' "$WORK/minutes" "$SAMPLES"
 
 # ---- the checks ----------------------------------------------------------------------------------
@@ -252,7 +282,7 @@ read -r MAX_DEAD MAX_SMALL < <(gawk '{
   for (i = 2; i <= NF; i++) if ($i ~ /:/) {
     split($i, f, ":")
     if (f[1] == "job_rows" && f[3] > d) d = f[3]
-    if (f[1] ~ /^(claim_batches|batch_completions|claim_cursors)$/ && f[3] > s) s = f[3]
+    if (f[1] ~ /^(claim_batches|batch_completions|claim_cursors|job_packs)$/ && f[3] > s) s = f[3]
   } } END { print d + 0, s + 0 }' "$SAMPLES")
 check() { if [ "$1" = 1 ]; then echo "# PASS $2"; else echo "# FAIL $2"; FAILED=1; fi; }
 echo
@@ -263,8 +293,8 @@ check "$(gawk -v r="$RATIO" 'BEGIN { print (r >= 0.9) }')" \
 check "$(gawk -v d="$MAX_DEAD" -v b="$DEAD_BOUND" 'BEGIN { print (d <= b) }')" \
   "dead tuples of job_rows: at most $MAX_DEAD in any sample; bound $DEAD_BOUND (25% of RATE x retention + 5,000)"
 check "$(gawk -v d="$MAX_SMALL" 'BEGIN { print (d <= 100000) }')" \
-  "dead tuples of claim_batches, batch_completions, claim_cursors: at most $MAX_SMALL; bound 100,000"
+  "dead tuples of claim_batches, batch_completions, claim_cursors, job_packs: at most $MAX_SMALL; bound 100,000"
 check "$(gawk -v a="$P99_FIRST" -v b="$P99_LAST" 'BEGIN { print (b + 0 <= 1.5 * a + 2) }')" \
   "claim p99: ${P99_LAST:-?} ms in the last 5 min vs ${P99_FIRST:-?} ms in the first 5; bound 1.5 x + 2 ms"
-echo "RESULT soak minutes=$MINUTES rate=$RATE drain_rate=$DRAIN_RATE throughput_ratio=$RATIO max_dead_job_rows=$MAX_DEAD claim_p99_first_ms=${P99_FIRST:-0} claim_p99_last_ms=${P99_LAST:-0}"
+echo "RESULT soak enqueue=$ENQUEUE minutes=$MINUTES rate=$RATE drain_rate=$DRAIN_RATE throughput_ratio=$RATIO max_dead_job_rows=$MAX_DEAD claim_p99_first_ms=${P99_FIRST:-0} claim_p99_last_ms=${P99_LAST:-0}"
 exit "$FAILED"
