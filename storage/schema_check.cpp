@@ -71,7 +71,8 @@ const std::vector<required_function>& required_functions() {
     {"actor_worker_lane_partition_chores", 1},
     // Packs (migrations/020).
     {"actor_worker_unpack", 1},
-    {"actor_worker_packed_jobs", 1}};
+    {"actor_worker_packed_jobs", 1},
+    {"actor_worker_pack_ids", 1}};
   // Not asked for: actor_worker_claim_unlimited (008's claim as 013 renamed
   // it), called by nothing since 016's claim reads the controls itself.
   return functions;
