@@ -65,7 +65,7 @@ void finish(executor_pointer self, job_outcome outcome) {
     return;
   }
   outcome.job_id = id;
-  outcome.batch_id = run.batch_id;
+  outcome.lease = run.lease;
   outcome.attempt = run.attempt;
   outcome.observed = run.observed;
   outcome.job_kind = std::move(run.kind);
@@ -115,7 +115,7 @@ void start(executor_pointer self, claimed_job job) {
   auto& run = st.current;
   *st.running_token = run.cancel;
   run.job_id = job.id;
-  run.batch_id = job.batch_id;
+  run.lease = job.lease;
   run.attempt = job.attempt;
   run.observed = !job.started_row.empty();
   run.deadline_ms = job.deadline_ms;

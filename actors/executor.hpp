@@ -56,7 +56,7 @@ struct executor_config {
 /// The run in progress.
 struct executor_run {
   int64_t job_id = 0;
-  int64_t batch_id = 0;
+  int64_t lease = 0;
   int32_t attempt = 0;
   bool observed = false;
   int64_t deadline_ms = 0;

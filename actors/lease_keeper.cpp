@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -16,26 +15,13 @@ namespace {
 
 using clock_type = caf::actor_clock;
 
-/// The jobs the node holds: which poller holds each, its lane batch (0:
-/// its row holds the lease), and when it was claimed.
+/// The jobs the node holds: which poller holds each, its lease, and when
+/// it was claimed.
 struct snapshot {
   std::vector<int64_t> ids;
-  std::vector<int64_t> batches;
+  std::vector<int64_t> leases;
   std::vector<clock_type::time_point> claimed_at;
   std::vector<size_t> poller_of;
-
-  /// The row-per-state jobs and the distinct batches, for the heartbeat.
-  std::pair<std::vector<int64_t>, std::vector<int64_t>> leases() const {
-    std::vector<int64_t> jobs;
-    std::set<int64_t> distinct;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (batches[i] == 0)
-        jobs.push_back(ids[i]);
-      else
-        distinct.insert(batches[i]);
-    }
-    return {std::move(jobs), {distinct.begin(), distinct.end()}};
-  }
 };
 
 /// Records whether this node leads and tells `leadership` when that
@@ -81,12 +67,14 @@ void end_round(lease_keeper_pointer self) {
 
 /// Tells each poller which of its jobs are no longer ours.
 void report_lost(lease_keeper_pointer self, const snapshot& snap,
-                 const std::vector<size_t>& lost, const std::string& reason) {
+                 const std::vector<size_t>& lost, const std::string& reason,
+                 bool hand_back) {
   std::map<size_t, std::vector<int64_t>> by_poller;
   for (auto i : lost)
     by_poller[snap.poller_of[i]].push_back(snap.ids[i]);
   for (auto& [p, ids] : by_poller)
-    self->send(self->state.pollers[p], lost_atom::value, ids, reason);
+    self->send(self->state.pollers[p], lost_atom::value, ids, reason,
+               hand_back);
 }
 
 /// The durable side of `jobs cancel`: asks which held jobs an operator
@@ -139,30 +127,22 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
     std::chrono::milliseconds{1},
     std::min(st.cfg.heartbeat_interval,
              std::chrono::ceil<std::chrono::milliseconds>(due - sent_at)));
-  auto [jobs, batches] = snap->leases();
-  self->request(st.cfg.store, timeout, heartbeat_atom::value, std::move(jobs),
-                std::move(batches))
+  self->request(st.cfg.store, timeout, heartbeat_atom::value, snap->leases)
     .then(
-      [self, snap, sent_at](std::vector<int64_t>& alive,
-                            std::vector<int64_t>& open) {
+      [self, snap, sent_at](std::vector<int64_t>& alive) {
         auto& st = self->state;
         st.last_refresh = sent_at;
         std::sort(alive.begin(), alive.end());
-        std::sort(open.begin(), open.end());
         std::vector<size_t> lost;
-        for (size_t i = 0; i < snap->ids.size(); ++i) {
-          bool ours = snap->batches[i] == 0
-                        ? std::binary_search(alive.begin(), alive.end(),
-                                             snap->ids[i])
-                        : std::binary_search(open.begin(), open.end(),
-                                             snap->batches[i]);
-          if (!ours)
+        for (size_t i = 0; i < snap->ids.size(); ++i)
+          if (!std::binary_search(alive.begin(), alive.end(),
+                                  snap->leases[i]))
             lost.push_back(i);
-        }
         if (!lost.empty())
           report_lost(self, *snap, lost,
                       "lease lost: the job is no longer running under this "
-                      "worker (reclaimed, released or deleted meanwhile)");
+                      "worker (reclaimed, released or deleted meanwhile)",
+                      false);
         check_cancel_requests(self, snap);
       },
       [self, snap](caf::error& err) {
@@ -188,7 +168,8 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
                       "abandoned by the watchdog: its lease could not be "
                       "refreshed for "
                         + format_duration(limit)
-                        + " and another worker may reclaim it");
+                        + " and another worker may reclaim it",
+                      true);
         end_round(self);
       });
 }
@@ -210,7 +191,7 @@ void start_round(lease_keeper_pointer self) {
         [self, snap, remaining, p](std::vector<held_job>& held) {
           for (auto& h : held) {
             snap->ids.push_back(h.id);
-            snap->batches.push_back(h.batch_id);
+            snap->leases.push_back(h.lease);
             snap->claimed_at.push_back(
               clock_type::time_point{std::chrono::duration_cast<
                 clock_type::time_point::duration>(

@@ -36,7 +36,7 @@ void cleanup(maintenance_pointer self) {
           self->send(self, cleanup_atom::value); // more expired: go on
           return;
         }
-        // The round is over: lane partitions and the small lane tables'
+        // The round is over: the ring's retention and the small tables'
         // vacuum, then wait for the next one.
         self->request(st.cfg.store, caf::infinite, vacuum_atom::value)
           .then(

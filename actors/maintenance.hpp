@@ -14,14 +14,12 @@
 // depth by state for the observer, again on its own timer and one at a
 // time.
 //
-// Every cleanup_interval it deletes completed and cancelled rows past their
-// retention, in batches (a full batch goes again at once), then vacuums the
-// small lane tables (claim_batches, batch_completions, claim_cursors) whose
-// dead tuples passed their bound (config/defaults.hpp): keeping the hot
-// tables healthy is the runtime's job, not the operator's. job_rows is left
-// to autovacuum: claims never read its dead tuples (lanes are read from
-// their cursor on), and vacuuming a table of millions of rows every few
-// seconds would cost more than it saves.
+// Every cleanup_interval it deletes expired dead letters and kept rows past
+// their retention, in batches (a full batch goes again at once), then has
+// storage empty the ring slot that came due and vacuum the small tables
+// whose dead tuples passed their bound (config/defaults.hpp; the storage
+// model: docs/storage.md): keeping the hot tables healthy is the runtime's
+// job, not the operator's.
 //
 // With [periodic.NAME] schedules it spawns the periodic scheduler
 // (actors/periodic.hpp), linked: the scheduler runs where and while

@@ -24,8 +24,8 @@ int64_t ns_since_epoch(caf::actor_clock::time_point t) {
     .count();
 }
 
-held_job held(int64_t id, int64_t batch, caf::actor_clock::time_point at) {
-  return held_job{id, batch, ns_since_epoch(at)};
+held_job held(int64_t id, int64_t lease, caf::actor_clock::time_point at) {
+  return held_job{id, lease, ns_since_epoch(at)};
 }
 
 void try_claim(poller_pointer self);
@@ -73,12 +73,48 @@ void release_jobs(poller_pointer self, std::vector<held_job> jobs,
       });
 }
 
+/// Releases the jobs the watchdog gave up, once the database answers: a
+/// failed try is tried again a heartbeat interval later. A rescue that took
+/// them meanwhile wins (the release is guarded by the lease).
+void hand_back(poller_pointer self) {
+  auto& st = self->state;
+  if (st.hand_back_in_flight
+      || (st.hand_back_started.empty() && st.hand_back_unstarted.empty()))
+    return;
+  bool started = !st.hand_back_started.empty();
+  auto jobs = std::move(started ? st.hand_back_started : st.hand_back_unstarted);
+  (started ? st.hand_back_started : st.hand_back_unstarted).clear();
+  st.hand_back_in_flight = true;
+  self->request(st.cfg.claimer, caf::infinite, release_atom::value, jobs, started)
+    .then(
+      [self, n = jobs.size(), started](int64_t released) {
+        auto& st = self->state;
+        st.hand_back_in_flight = false;
+        spdlog::info("poller[{}]: gave back {} of {} {} job(s) the watchdog "
+                     "gave up (the others were taken back meanwhile)",
+                     st.cfg.queue, released, n,
+                     started ? "started" : "unstarted");
+        hand_back(self);
+      },
+      [self, jobs, started](caf::error& err) mutable {
+        auto& st = self->state;
+        st.hand_back_in_flight = false;
+        auto& pending = started ? st.hand_back_started : st.hand_back_unstarted;
+        pending.insert(pending.end(), jobs.begin(), jobs.end());
+        spdlog::warn("poller[{}]: giving back {} job(s) the watchdog gave up "
+                     "failed, trying again in {} ms: {}",
+                     st.cfg.queue, jobs.size(), st.cfg.abandon_grace.count(),
+                     render(err));
+        self->delayed_send(self, st.cfg.abandon_grace, hand_back_atom::value);
+      });
+}
+
 /// The buffered jobs go back at once: they never started.
 void release_buffer(poller_pointer self) {
   auto& st = self->state;
   std::vector<held_job> jobs;
   for (auto& b : st.buffer)
-    jobs.push_back(held(b.job.id, b.job.batch_id, b.claimed_at));
+    jobs.push_back(held(b.job.id, b.job.lease, b.claimed_at));
   st.buffer.clear();
   st.buffer_bytes = 0;
   release_jobs(self, std::move(jobs), false);
@@ -93,7 +129,7 @@ void expire_drain(poller_pointer self) {
   for (auto& [id, job] : st.running) {
     // A job that is no longer ours is left for reclaim (charged then).
     if (st.lost.count(id) == 0)
-      jobs.push_back(held(id, job.batch_id, job.claimed_at));
+      jobs.push_back(held(id, job.lease, job.claimed_at));
     // Stopping the executor cancels the handler's token.
     self->send_exit(job.executor, caf::exit_reason::user_shutdown);
   }
@@ -148,7 +184,7 @@ void start_jobs(poller_pointer self) {
       st.prefetch = std::max(1, st.prefetch / 2);
     st.recent_wait = std::max(st.recent_wait, waited);
     auto id = b.job.id;
-    auto batch = b.job.batch_id;
+    auto lease = b.job.lease;
     executor_actor exec;
     if (st.idle_executors.empty()) {
       executor_config ec;
@@ -171,7 +207,7 @@ void start_jobs(poller_pointer self) {
       w->started(st.cfg.queue, b.job.kind, wait);
     }
     self->send(exec, run_atom::value, std::move(b.job));
-    st.running.emplace(id, started_job{std::move(exec), batch, b.claimed_at,
+    st.running.emplace(id, started_job{std::move(exec), lease, b.claimed_at,
                                        bytes});
     st.running_bytes += bytes;
   }
@@ -228,13 +264,13 @@ void cancel_on_request(poller_pointer self, const std::vector<int64_t>& ids) {
     out.job_id = b.job.id;
     out.job_kind = b.job.kind;
     out.queue = b.job.queue;
-    out.batch_id = b.job.batch_id;
+    out.lease = b.job.lease;
     out.attempt = b.job.attempt;
     out.observed = !b.job.started_row.empty();
     out.kind = outcome_kind::cancelled;
     out.message = cancel_request_message;
     record_outcome(self, std::move(out),
-                   started_job{executor_actor{}, b.job.batch_id, b.claimed_at,
+                   started_job{executor_actor{}, b.job.lease, b.claimed_at,
                                0});
   }
   for (auto id : ids) {
@@ -362,8 +398,7 @@ int claim_room(const poller_state& st) {
 }
 
 /// Jobs this poller already holds that came back in a claim: the claim
-/// they were held under was lost (a database crash rolled it back, with
-/// the lane cursor), so the held copy's outcome can no longer be recorded.
+/// they were held under was lost (a database crash rolled it back), so the held copy's outcome can no longer be recorded.
 /// A buffered old copy is dropped for the new one; a running or committing
 /// one cannot run beside it (runs are keyed by job id): the old run is
 /// cancelled as lost and the new copy handed back, due again at once and
@@ -390,7 +425,7 @@ void drop_reclaimed(poller_pointer self, claim_result& result,
       return false;
     if (runs)
       stale_runs.push_back(job.id);
-    handed_back.push_back(held(job.id, job.batch_id, now));
+    handed_back.push_back(held(job.id, job.lease, now));
     return true;
   };
   result.jobs.erase(
@@ -404,7 +439,8 @@ void drop_reclaimed(poller_pointer self, claim_result& result,
   if (!stale_runs.empty())
     self->send(self, lost_atom::value, std::move(stale_runs),
                std::string{"its claim was lost (the database rolled it "
-                           "back) and the job was claimed again"});
+                           "back) and the job was claimed again"},
+               false);
   release_jobs(self, std::move(handed_back), false);
 }
 
@@ -433,7 +469,7 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     // back; the pause's probe timer stays as it is.
     std::vector<held_job> jobs;
     for (auto& job : result.jobs)
-      jobs.push_back(held(job.id, job.batch_id, now));
+      jobs.push_back(held(job.id, job.lease, now));
     release_jobs(self, std::move(jobs), false);
     return;
   }
@@ -445,7 +481,7 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     // Claimed while shutting down: never started, handed back.
     std::vector<held_job> jobs;
     for (auto& job : result.jobs)
-      jobs.push_back(held(job.id, job.batch_id, now));
+      jobs.push_back(held(job.id, job.lease, now));
     release_jobs(self, std::move(jobs), false);
     expire_if_overdue(self);
     maybe_finish_drain(self);
@@ -462,7 +498,7 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
   st.recent_wait = {};
   // A wake-up that came while this claim was in flight may be about work
   // committed after the claim's snapshot: it still counts.
-  st.maybe_more = full || result.more_soon || st.wakes != wakes_at_send;
+  st.maybe_more = full || st.wakes != wakes_at_send;
   for (auto& job : result.jobs) {
     st.buffer_bytes += job.bytes();
     st.buffer.push_back({std::move(job), now});
@@ -482,22 +518,11 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     return;
   }
   st.limited = false;
-  if (n == 0 && !result.more_soon)
+  if (n == 0)
     want_permit(self);
   else if (n > 0)
     give_back_permit(self);
   start_jobs(self);
-  if (result.more_soon && !full) {
-    // Due jobs wait behind a transaction still open elsewhere: look again
-    // shortly (1 ms, doubling up to 50 ms), not at the next idle poll.
-    st.fence_retry = st.fence_retry.count() == 0
-                       ? 1ms
-                       : std::min<std::chrono::milliseconds>(st.fence_retry * 2,
-                                                             50ms);
-    arm_timer(self, st.fence_retry);
-    return;
-  }
-  st.fence_retry = 0ms;
   if (st.claims_in_flight == 0)
     arm_idle_timer(self);
   if (st.maybe_more)
@@ -700,12 +725,10 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         return;
       }
       bool backoff_retry = st.claim == claim_phase::backing_off;
-      bool fence_retry = st.fence_retry.count() > 0;
       bool limit_retry = st.limited;
       if (backoff_retry)
         st.claim = claim_phase::ready;
-      if (st.permit != permit_phase::held && !backoff_retry && !fence_retry
-          && !limit_retry)
+      if (st.permit != permit_phase::held && !backoff_retry && !limit_retry)
         return; // parked behind the idle poll gate
       st.limited = false;
       st.maybe_more = true;
@@ -790,23 +813,26 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
       std::vector<held_job> out;
       out.reserve(st.buffer.size() + st.running.size() + st.committing.size());
       for (auto& b : st.buffer)
-        out.push_back(held(b.job.id, b.job.batch_id, b.claimed_at));
+        out.push_back(held(b.job.id, b.job.lease, b.claimed_at));
       for (auto& [id, job] : st.running)
         if (st.lost.count(id) == 0)
-          out.push_back(held(id, job.batch_id, job.claimed_at));
+          out.push_back(held(id, job.lease, job.claimed_at));
       for (auto& [id, job] : st.committing)
-        out.push_back(held(id, job.batch_id, job.claimed_at));
+        out.push_back(held(id, job.lease, job.claimed_at));
       return out;
     },
     [self](lost_atom, const std::vector<int64_t>& ids,
-           const std::string& reason) {
+           const std::string& reason, bool give_back) {
       auto& st = self->state;
       std::unordered_set<int64_t> gone(ids.begin(), ids.end());
-      // Buffered jobs that are no longer ours are simply dropped.
+      // Buffered jobs that are no longer ours are dropped (and given back
+      // unstarted when the database may still count them as ours).
       auto dropped = st.buffer.remove_if([&](const buffered_job& b) {
         if (gone.count(b.job.id) == 0)
           return false;
         st.buffer_bytes -= b.job.bytes();
+        if (give_back)
+          st.hand_back_unstarted.push_back(held(b.job.id, b.job.lease, b.claimed_at));
         return true;
       });
       if (dropped > 0)
@@ -820,7 +846,14 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         spdlog::warn("poller[{}]: job {} is no longer ours, cancelling it: {}",
                      st.cfg.queue, id, reason);
         self->send(i->second.executor, cancel_atom::value, id, reason);
+        if (give_back)
+          st.hand_back_started.push_back(
+            held(id, i->second.lease, i->second.claimed_at));
       }
+      hand_back(self);
+    },
+    [self](hand_back_atom) {
+      hand_back(self);
     },
     [self](cancel_atom, const std::vector<int64_t>& ids) {
       cancel_on_request(self, ids);

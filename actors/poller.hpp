@@ -162,7 +162,7 @@ private:
 /// database.
 struct started_job {
   executor_actor executor;
-  int64_t batch_id = 0;
+  int64_t lease = 0;
   /// When it was claimed: the lease is at least this fresh.
   caf::actor_clock::time_point claimed_at;
   size_t bytes = 0;
@@ -261,12 +261,16 @@ struct poller_state {
   int64_t released = 0;
   /// Release requests of the drain still waiting for their reply.
   int releases_in_flight = 0;
+  /// Jobs the watchdog gave up while the database did not answer, to
+  /// release once it does: their handlers started, or not. Not part of
+  /// the drain: a worker that stops first leaves them to the rescue.
+  std::vector<held_job> hand_back_started;
+  std::vector<held_job> hand_back_unstarted;
+  bool hand_back_in_flight = false;
   /// Timers carry the generation they were armed in; a newer arm makes
   /// older ones stale (CAF 0.17 cannot cancel a delayed message).
   uint64_t timer_generation = 0;
   backoff claim_backoff;
-  /// Delay of the next quick re-claim while jobs wait behind the fence.
-  std::chrono::milliseconds fence_retry{0};
   /// Outcomes since the last activity report, by what became of the job:
   /// a snooze, a cancel or a parked job is not a failure.
   uint64_t completed = 0;

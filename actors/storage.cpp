@@ -428,11 +428,11 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
       auto& st = self->state;
       storage::claim_request req{std::move(queue), limit, max_bytes,
                                  default_deadline_ms};
-      // Outcomes waiting for a flush commit with this claim when they can:
-      // one round trip and one commit instead of two.
+      // Outcomes waiting for a flush commit with this claim: one round
+      // trip and one commit instead of two.
       if (!st.pending.empty()) {
         auto batch = pending_outcomes(st);
-        if (st.store->fusable(batch)) {
+        {
           auto fused = st.store->finish_and_claim(batch, req, st.in_doubt);
           if (fused) {
             deliver(self, 0, batch.size(), fused->first);
@@ -461,16 +461,15 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
       }
       return claimed(st, req.queue, st.store->claim(req));
     },
-    [self](heartbeat_atom, const std::vector<int64_t>& jobs,
-           const std::vector<int64_t>& batches)
-      -> caf::result<std::vector<int64_t>, std::vector<int64_t>> {
-      auto alive = self->state.store->heartbeat(jobs, batches);
+    [self](heartbeat_atom, const std::vector<int64_t>& leases)
+      -> caf::result<std::vector<int64_t>> {
+      auto alive = self->state.store->heartbeat(leases);
       observe(self->state, "heartbeat", alive ? caf::error{} : alive.error());
       if (!alive) {
         spdlog::error("storage: {}", render(alive.error()));
         return std::move(alive.error());
       }
-      return {std::move(alive->jobs), std::move(alive->batches)};
+      return std::move(*alive);
     },
     [self](cancel_atom, const std::vector<int64_t>& jobs)
       -> caf::result<std::vector<int64_t>> {

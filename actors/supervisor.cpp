@@ -30,7 +30,6 @@ storage::job_store_options store_options(const supervisor_config& cfg) {
   opts.dead_letter_retention = cfg.config.worker.dead_letter_retention;
   opts.reclaim_window = cfg.config.worker.reclaim_window;
   opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
-  opts.fence_wait = defaults::fence_wait;
   opts.prepared_statements = cfg.config.database.pooler != "transaction";
   opts.node = cfg.config.worker.node;
   opts.host = cfg.host;

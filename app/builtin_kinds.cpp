@@ -96,8 +96,8 @@ void run_record(const std::string& url, const record_args& a,
     pqxx::nontransaction tx{c};
     auto rows = tx.exec_params(
       "INSERT INTO job_executions (job_id, attempt, worker) "
-      "SELECT $1, $2, coalesce((SELECT locked_by FROM jobs WHERE id = $1), "
-      "(SELECT locked_by FROM actor_worker_packed_jobs(ARRAY[$1::bigint])), '?') "
+      "SELECT $1, $2, coalesce((SELECT locked_by FROM jobs_live WHERE id = $1), "
+      "'?') "
       "RETURNING id",
       ctx.id, ctx.attempt);
     return rows.at(0).at(0).as<int64_t>();

@@ -246,10 +246,6 @@ int main(int argc, char** argv) {
                           "enqueue every job of FILE (- for stdin), one JSON "
                           "object per line, in one transaction; prints the "
                           "count (the flags above are defaults for its lines)");
-  enqueue_cmd->add_flag("--packed", enq.packed,
-                        "with --jsonl: store jobs with no option but queue "
-                        "and priority as packs (about 4x faster; listed by "
-                        "the packed_jobs view, README: \"Packed jobs\")");
 
   int64_t job_id = 0;
   bool json = false;

@@ -319,8 +319,7 @@ int64_t runtime::enqueue(const std::string& kind, const nlohmann::json& args,
 }
 
 std::vector<int64_t>
-runtime::enqueue_many(const std::vector<enqueue_request>& jobs,
-                      bulk_layout layout) {
+runtime::enqueue_many(const std::vector<enqueue_request>& jobs) {
   if (jobs.empty())
     return {};
   auto& home = cfg_.database_of(jobs.front().options.queue);
@@ -334,7 +333,7 @@ runtime::enqueue_many(const std::vector<enqueue_request>& jobs,
           "separately");
   return on_database(home, [&](pqxx::connection& conn) {
     pqxx::work tx{conn, "aw_enqueue"};
-    auto ids = aw::enqueue_many(tx, jobs, layout);
+    auto ids = aw::enqueue_many(tx, jobs);
     tx.commit();
     return ids;
   });

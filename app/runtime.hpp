@@ -161,11 +161,10 @@ public:
                   const insert_options& opts = {});
 
   /// Inserts jobs in one transaction and returns their ids in order, as
-  /// aw::enqueue_many (`layout`: rows or packs). Every job's queue must
+  /// aw::enqueue_many (COPY for many plain jobs). Every job's queue must
   /// live in one database (a transaction cannot span two): throws
   /// std::invalid_argument naming the queues otherwise.
-  std::vector<int64_t> enqueue_many(const std::vector<enqueue_request>& jobs,
-                                    bulk_layout layout = bulk_layout::rows);
+  std::vector<int64_t> enqueue_many(const std::vector<enqueue_request>& jobs);
 
   /// A worker id for `node`: "node:pid:random" (unique per process start).
   static std::string make_worker_id(const std::string& node);

@@ -21,7 +21,13 @@
 # Node.js comes from the system (this script installs Debian's nodejs and
 # npm when `node` is missing).
 #
-# Knobs: N (200000), REPS (1), PORT (5497), AW_CONCURRENCY (10,64,500),
+# Every system runs in each weather of HOLDS (0,1,same): 0 clear; 1 with a
+# session holding a transaction id open in another database of the server
+# for the whole run (an idle-in-transaction client elsewhere); same: in the
+# queue's own database. Ratios compare systems within one weather.
+#
+# Knobs: N (200000), REPS (1), PORT (5497), HOLDS (0,1,same),
+# AW_CONCURRENCY (10,64,500),
 # AW_PROCS (1,2), GW_CONFIGS (batch:1,batch:2),
 # PB_CONFIGS (b100x4:1,b100x4:2,b500x2:1,b500x2:2), OUT (a file to copy the
 # whole log to).
@@ -39,6 +45,7 @@ export N=${N:-200000}
 export REPS=${REPS:-1}
 PORT=${PORT:-5497}
 PGDIR=${PGDIR:-/tmp/aw-compare-pg-$$}
+HOLDS=${HOLDS:-0,1,same}
 LOG=$(mktemp /tmp/aw-compare.XXXXXX.log)
 
 "$ROOT/scripts/install-deps.sh"
@@ -64,14 +71,19 @@ export BENCH_EXTERNAL_PG=1 PORT
 
 {
   echo "# compare.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, N=$N REPS=$REPS"
-  CONCURRENCY=${AW_CONCURRENCY:-10,64,500} PROCS=${AW_PROCS:-1,2} "$HERE/run.sh"
-  CONFIGS=${GW_CONFIGS:-batch:1,batch:2} "$HERE/peers/graphile_worker.sh"
-  CONFIGS=${PB_CONFIGS:-b100x4:1,b100x4:2,b500x2:1,b500x2:2} "$HERE/peers/pgboss.sh"
+  for weather in ${HOLDS//,/ }; do
+    echo "# weather: $weather"
+    export HOLD=$weather
+    CONCURRENCY=${AW_CONCURRENCY:-10,64,500} PROCS=${AW_PROCS:-1,2} "$HERE/run.sh"
+    CONFIGS=${GW_CONFIGS:-batch:1,batch:2} "$HERE/peers/graphile_worker.sh"
+    CONFIGS=${PB_CONFIGS:-b100x4:1,b100x4:2,b500x2:1,b500x2:2} "$HERE/peers/pgboss.sh"
+  done
 } 2>&1 | tee "$LOG"
 
 # The table: one row per run (RESULT line with a run number), with the
 # figures of the "during drain" line printed before it.
 gawk '
+  /^# weather: / { weather = $3 }
   /during drain:/ {
     wal = ""; commits = ""; cpu = ""
     if (match($0, /\(([0-9]+) B\/job\)/, m)) wal = m[1]
@@ -84,21 +96,27 @@ gawk '
     jps = $3; sub(/jobs_per_sec=/, "", jps)
     jobs = $4; sub(/jobs=/, "", jobs)
     n++
-    sys_[n] = sysname; cfg_[n] = config; jps_[n] = jps + 0
+    sys_[n] = sysname; cfg_[n] = config; jps_[n] = jps + 0; w_[n] = weather
     wal_[n] = wal; commits_[n] = commits
     cpu_[n] = (cpu == "" ? "" : sprintf("%.1f", cpu * 1e6 / jobs))
-    if (jps + 0 > best[sysname]) best[sysname] = jps + 0
+    key = sysname SUBSEP weather
+    if (jps + 0 > best[key]) best[key] = jps + 0
   }
   END {
-    gw = best["graphile-worker"]; pb = best["pg-boss"]
-    printf "\n| system | configuration | jobs/s | x graphile-worker best | x pg-boss best | WAL B/job | commits/job | worker CPU us/job |\n"
-    printf "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-    for (i = 1; i <= n; i++)
-      printf "| %s | %s | %d | %s | %s | %s | %s | %s |\n", sys_[i], cfg_[i], jps_[i],
+    printf "\nweather: 0 clear; 1 an xid held open in another database; same: in the queue'"'"'s own\n"
+    printf "\n| weather | system | configuration | jobs/s | x graphile-worker best | x pg-boss best | WAL B/job | commits/job | worker CPU us/job |\n"
+    printf "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    for (i = 1; i <= n; i++) {
+      gw = best["graphile-worker", w_[i]]; pb = best["pg-boss", w_[i]]
+      printf "| %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", w_[i], sys_[i], cfg_[i], jps_[i],
              (gw > 0 ? sprintf("%.2f", jps_[i] / gw) : "-"),
              (pb > 0 ? sprintf("%.2f", jps_[i] / pb) : "-"),
              wal_[i], commits_[i], cpu_[i]
-    printf "\ngraphile-worker best: %d jobs/s; pg-boss best: %d jobs/s\n", gw, pb
+    }
+    for (k in best) {
+      split(k, kk, SUBSEP)
+      if (kk[1] != "actor-worker") printf "%s best in weather %s: %d jobs/s\n", kk[1], kk[2], best[k]
+    }
   }
 ' "$LOG" | tee -a "$LOG"
 

@@ -43,10 +43,13 @@
 #   BIN                     an actor-worker binary (default: build Release
 #                           into BUILD_DIR, <repo>/build-bench)
 #   ENQUEUE (sql)           how the backlog is enqueued: sql (one INSERT INTO
-#                           jobs ... SELECT, the SQL contract) or packed
-#                           (aw::enqueue_many with bulk_layout::packed from
-#                           one client in batches of 1,000: packs, see
-#                           bench/results/2026-12-02-packed-enqueue.md)
+#                           jobs ... SELECT, the SQL contract) or copy
+#                           (psql's \copy of N rows into jobs: COPY)
+#   HOLD (0)                1: a session holds a transaction id open in
+#                           another database of the server from before the
+#                           backlog is inserted to the end of the drain (an
+#                           idle-in-transaction client); same: in the run's
+#                           own database
 #   POLL_MS (20)            drain poll period; RUN_TIMEOUT (600) s per run
 #   LOG_LEVEL (info)        worker log level
 #
@@ -93,16 +96,9 @@ machine_cpu() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t
 
 # ---- the binary ----------------------------------------------------------------------------------
 ENQUEUE=${ENQUEUE:-sql}
-case "$ENQUEUE" in sql|packed) ;; *) die "ENQUEUE is sql or packed, not '$ENQUEUE'" ;; esac
-ENQUEUE_TOOL=
-if [ "$ENQUEUE" = packed ]; then
-  echo "# building aw-bench-enqueue (Release) in $BUILD_DIR" >&2
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DAW_BUILD_TESTS=OFF \
-    -DAW_BUILD_BENCH=ON >/dev/null || die "cmake configure failed"
-  cmake --build "$BUILD_DIR" -j"$(nproc)" --target aw-bench-enqueue >/dev/null \
-    || die "build of aw-bench-enqueue failed"
-  ENQUEUE_TOOL=$BUILD_DIR/bench/aw-bench-enqueue
-fi
+case "$ENQUEUE" in sql|copy) ;; *) die "ENQUEUE is sql or copy, not '$ENQUEUE'" ;; esac
+HOLD=${HOLD:-0}
+case "$HOLD" in 0|1|same) ;; *) die "HOLD is 0, 1 or same, not '$HOLD'" ;; esac
 if [ -n "${BIN:-}" ]; then
   [ -x "$BIN" ] || die "BIN=$BIN is not an executable"
 else
@@ -116,9 +112,10 @@ fi
 # ---- the server ----------------------------------------------------------------------------------
 WORK=$(mktemp -d /tmp/aw-bench.XXXXXX)
 WORKER_PIDS=""
+HOLDER_PID=""
 cleanup() {
   local pid
-  for pid in $WORKER_PIDS; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in $WORKER_PIDS $HOLDER_PID; do kill -KILL "$pid" 2>/dev/null || true; done
   if [ -z "${BENCH_EXTERNAL_PG:-}" ]; then
     "$ROOT/scripts/pg.sh" stop "$PGDIR" || true
     [ -n "${KEEP_DATA:-}" ] || rm -rf "$PGDIR"
@@ -141,7 +138,7 @@ echo "# settings:"
 sql postgres -F '=' -c "select name, current_setting(name) from pg_settings where name in
   ('shared_buffers','synchronous_commit','fsync','full_page_writes','wal_level','max_wal_size',
    'checkpoint_timeout','max_connections','work_mem','autovacuum') order by 1" | sed 's/^/#   /'
-echo "# actor-worker: $BIN; cores $(nproc); N=$N ENQUEUE=$ENQUEUE REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none} QUEUE_TOML=${QUEUE_TOML:-none}"
+echo "# actor-worker: $BIN; cores $(nproc); N=$N ENQUEUE=$ENQUEUE HOLD=$HOLD REPS=$REPS CONCURRENCY=$CONCURRENCY PROCS=$PROCS EXTRA_TOML=${EXTRA_TOML:-none} QUEUE_TOML=${QUEUE_TOML:-none}"
 [ "$WORKER_PORT" = "$PORT" ] && [ -z "$DB_TOML" ] \
   || echo "# workers connect to port $WORKER_PORT (server: $PORT); DB_TOML=${DB_TOML//$'\n'/; }"
 
@@ -164,19 +161,38 @@ close_session() {
   exec {SLEEP_FD}>&-
 }
 
-# Anything left to do? An open claim batch, a row-per-state job not
-# finished, or lane rows past a lane's cursor (or no cursor yet). Index
-# probes only: cheap at any size (the `jobs` view would derive every row).
-LEFT_SQL="select exists(select 1 from claim_batches where closed_at is null)
-  or exists(select 1 from job_rows where ready_xid is null and state in ('available','scheduled'))
-  or exists(select 1 from job_rows where ready_xid is null and state = 'running')
-  or not exists(select 1 from claim_cursors)
-  or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
-              where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
-                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
-              order by r.ready_xid, r.id limit 1) x)
-  or exists(select 1 from claim_cursors c
-             where actor_worker_packed_past(c.queue, c.priority, c.last_xid, c.last_id));"
+# Anything left to do? Fewer jobs finished than enqueued: the lane jobs the
+# receipts hold, the jobs off the lanes that finished, the dead letters
+# (a few hundred receipt rows for the whole drain: cheap every POLL_MS).
+LEFT_SQL="select (select coalesce(sum(cardinality(ids)), 0) from batch_receipts where done)
+  + (select count(*) from jobs where ready_xid = '0' and state in ('completed', 'cancelled'))
+  + (select count(*) from dead_letter_jobs) < $N;"
+# A session holding a transaction id open (HOLD), until the run ends.
+start_holder() {
+  local db=$1
+  [ "$HOLD" = 0 ] && return
+  [ "$HOLD" = 1 ] && db=postgres
+  mkfifo "$WORK/holder.in"
+  "${PSQL[@]}" -d "$db" <"$WORK/holder.in" >/dev/null 2>&1 &
+  HOLDER_PID=$!
+  exec {HOLD_FD}>"$WORK/holder.in"
+  printf 'begin;\nselect txid_current();\n' >&"$HOLD_FD"
+  # Held once the server shows its xid.
+  local tries=0
+  while [ "$(sql postgres -c "select count(*) from pg_stat_activity where pid in
+           (select pid from pg_stat_activity where backend_xid is not null and state = 'idle in transaction')")" = 0 ]; do
+    tries=$((tries + 1)); [ "$tries" -lt 200 ] || die "the holding transaction did not start"
+    sleep 0.02
+  done
+}
+stop_holder() {
+  [ -n "$HOLDER_PID" ] || return 0
+  printf 'rollback;\n\\q\n' >&"$HOLD_FD"
+  exec {HOLD_FD}>&-
+  wait "$HOLDER_PID" 2>/dev/null || true
+  HOLDER_PID=""
+  rm -f "$WORK/holder.in"
+}
 
 RESULTS=()
 one_run() {
@@ -191,17 +207,20 @@ one_run() {
   sql postgres -c "drop database if exists $db with (force)" -c "create database $db"
   "$BIN" migrate --database-url "$url" --log-level warn
 
+  start_holder "$db"
   local tq te
+  if [ "$ENQUEUE" = copy ]; then
+    [ -f "$WORK/jobs.copy" ] || awk -v n="$N" 'BEGIN { for (i = 1; i <= n; i++) printf "noop\t{\"id\": %d}\n", i }' >"$WORK/jobs.copy"
+  fi
   tq=$(now)
-  if [ "$ENQUEUE" = packed ]; then
-    "$ENQUEUE_TOOL" --url "$url" --jobs "$N" --batch 1000 --layout packed >/dev/null \
-      || die "aw-bench-enqueue failed"
+  if [ "$ENQUEUE" = copy ]; then
+    sql "$db" -c "\\copy jobs (kind, args) from '$WORK/jobs.copy'"
   else
     sql "$db" -c "insert into jobs (kind, args)
                   select 'noop', jsonb_build_object('id', i) from generate_series(1, $N) as i"
   fi
   te=$(fsub "$(now)" "$tq")
-  [ "$(sql "$db" -c "select (select count(*) from job_rows) + (select coalesce(sum(n), 0) from job_packs)")" = "$N" ] \
+  [ "$(sql "$db" -c "select count(*) from jobs")" = "$N" ] \
     || die "expected $N queued jobs"
   sql "$db" -c "analyze" -c "checkpoint"
 
@@ -268,6 +287,7 @@ EOF
   done
   WORKER_PIDS=""
   close_session
+  stop_holder
   sleep 0.5   # exited backends flush their statistics
 
   local snap1 lsn0 xc0 lsn1 xc1 wal commits
@@ -278,13 +298,10 @@ EOF
   commits=$((xc1 - xc0 - polls - own_tx))
 
   # Exactly once: the handlers that ran, as the workers count them, and the
-  # jobs completed, as the database records them (the view derives it).
+  # jobs completed on their first attempt, as jobs_live shows them.
   local ran done_n dead
   ran=$(sed -n 's/.* \([0-9][0-9]*\) handler(s) ran;.*/\1/p' "$WORK/$db".p*.log | awk '{ s += $1 } END { print s + 0 }')
-  done_n=$(sql "$db" -c "select count(*) from (select state, attempt from jobs
-                                               union all
-                                               select state, attempt from packed_jobs) as j
-                          where state = 'completed' and attempt = 1")
+  done_n=$(sql "$db" -c "select count(*) from jobs_live where state = 'completed' and attempt = 1")
   dead=$(sql "$db" -c "select count(*) from dead_letter_jobs")
   [ "$ran" = "$N" ] || { cat "$WORK/$db".p*.log >&2; die "handlers ran $ran times for $N jobs"; }
   [ "$done_n" = "$N" ] && [ "$dead" = 0 ] \
@@ -299,7 +316,7 @@ EOF
   jps=$(fdiv "$N" "$sec" 0)
   read -r b0 tt0 <<<"$mc0"; read -r b1 tt1 <<<"$mc1"
   busy=$(fdiv "$((100 * (b1 - b0)))" "$((tt1 - tt0))" 0)
-  echo "# actor-worker c=$conc procs=$procs run=$rep: enqueue $N in ${te}s ($(fdiv "$N" "$te" 0) jobs/s);" \
+  echo "# actor-worker c=$conc procs=$procs run=$rep hold=$HOLD: enqueue $N in ${te}s ($(fdiv "$N" "$te" 0) jobs/s);" \
        "drained in ${sec}s ($polls polls); handlers ran $ran times, $done_n jobs completed once, 0 dead letters"
   echo "#   during drain: WAL $(fdiv "$wal" 1000000 1) MB ($(fdiv "$wal" "$N" 0) B/job); commits ~$commits ($(fdiv "$commits" "$N" 3)/job);" \
        "worker-process CPU ${wcpu} s ($(fdiv "$(fdiv "$wcpu" "$sec" 4)" 0.01 0)% of one core); their postgres backends CPU ${bcpu} s;" \

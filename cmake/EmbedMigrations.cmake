@@ -1,6 +1,8 @@
-# Turns migrations/NNN_name.sql into a generated C++ source so the binary
+# Turns migrations/NNN_name.sql (DDL) and storage/sql/functions/NAME.sql
+# (one SQL function each) into a generated C++ source, so the binary
 # carries its schema and `actor-worker migrate` needs no files at run time.
-# Invoked in script mode: cmake -DSRC_DIR=... -DOUT=... -P EmbedMigrations.cmake
+# Invoked in script mode:
+#   cmake -DSRC_DIR=... -DFUNCTIONS_DIR=... -DOUT=... -P EmbedMigrations.cmake
 file(GLOB _files "${SRC_DIR}/[0-9][0-9][0-9]_*.sql")
 list(SORT _files)
 set(_body "")
@@ -11,13 +13,27 @@ foreach(_f IN LISTS _files)
   file(READ "${_f}" _sql)
   string(APPEND _body "  {${_ver}, \"${_name}\", R\"aw_sql(${_sql})aw_sql\"},\n")
 endforeach()
+file(GLOB _functions "${FUNCTIONS_DIR}/*.sql")
+list(SORT _functions)
+set(_fbody "")
+foreach(_f IN LISTS _functions)
+  get_filename_component(_name "${_f}" NAME_WE)
+  file(READ "${_f}" _sql)
+  string(APPEND _fbody "  {\"${_name}\", R\"aw_sql(${_sql})aw_sql\"},\n")
+endforeach()
 file(WRITE "${OUT}.tmp"
-"// Generated from migrations/*.sql by cmake/EmbedMigrations.cmake. Do not edit.
+"// Generated from migrations/*.sql and storage/sql/functions/*.sql by
+// cmake/EmbedMigrations.cmake. Do not edit.
 #include \"actor_worker/storage/migrations.hpp\"
 namespace aw::storage {
 const std::vector<migration>& embedded_migrations() {
   static const std::vector<migration> all = {
 ${_body}  };
+  return all;
+}
+const std::vector<sql_function>& embedded_functions() {
+  static const std::vector<sql_function> all = {
+${_fbody}  };
   return all;
 }
 } // namespace aw::storage

@@ -56,13 +56,15 @@ constexpr size_t max_config_bytes = 1024 * 1024;
 /// The longest kind or queue name, in bytes: names are identifiers shown in
 /// logs, tables and metrics, not payloads.
 constexpr size_t max_name_length = 200;
-/// Most jobs in one pack (bulk_layout::packed): a pack's ids are one block
-/// of the job_pack_blocks sequence (migrations/020_job_packs.sql), whose
-/// increment this must equal.
-constexpr size_t max_pack_jobs = 1024;
+
+/// From this many plain jobs on (no option but queue and priority),
+/// enqueue_many writes them with COPY rather than one INSERT: COPY is the
+/// fastest way into PostgreSQL, but it costs one round trip more (the ids
+/// come from the sequence first, as COPY returns none).
+constexpr size_t copy_threshold = 500;
 
 /// The largest max_attempts a job may have (and the bound of its attempt
-/// and error counters in the schema, migrations/007_input_limits.sql), far
+/// and error counters in the schema, jobs_counters_bounded), far
 /// from integer overflow.
 constexpr int max_attempts_limit = 1'000'000;
 
@@ -86,30 +88,31 @@ constexpr std::chrono::milliseconds dead_letter_retention{0};
 /// queue tables' dead tuples.
 constexpr std::chrono::milliseconds maintenance_interval = 10s;
 
-/// Maintenance vacuums a lane table (claim_batches, batch_completions,
-/// claim_cursors) once its dead tuples pass both bounds: a count, and a
-/// share of its live rows. Autovacuum's own trigger (20% of the table,
-/// checked at most once a minute) lets these small, hot tables pile up dead
-/// tuples for minutes; these keep them small. job_rows is autovacuum's:
-/// the claim path reads none of its dead tuples.
+/// Maintenance vacuums a small queue table (job_lanes, worker_nodes,
+/// queue_controls, the ring's kept partitions ...: storage/sql/dead_tuples.sql)
+/// once its dead tuples pass both bounds: a count, and a share of its live
+/// rows. Autovacuum's own trigger (20% of the table, checked at most once
+/// a minute) lets such tables pile up dead tuples for minutes. The ring's
+/// slots need none: they are emptied whole.
 constexpr int64_t vacuum_min_dead = 5000;
 constexpr double vacuum_dead_share = 0.05;
 
-/// Lane rows live in partitions of job_rows, one per "generation"; the
-/// leader starts a new generation every `completed_retention` divided by
-/// `lane_generations_per_retention`, kept within these bounds, and drops a
-/// generation's partition whole once its jobs are all past the retention
-/// (migrations/019_lane_partitions.sql). More generations drop finished
-/// jobs closer to their retention (at most one generation late); fewer keep
-/// the partitions each claim reads few.
-constexpr int lane_generations_per_retention = 4;
-constexpr std::chrono::milliseconds lane_generation_min = 1min;
-constexpr std::chrono::milliseconds lane_generation_max = 6h;
+/// The ring (docs/storage.md): jobs are stored in 8 slots that take turns,
+/// each current for the ring's period, and a slot is emptied whole (by
+/// TRUNCATE) once it stopped being current longer ago than
+/// completed_retention. The leader sets the period to this share of its
+/// completed_retention, within these bounds: a quarter keeps completed
+/// jobs at most about a quarter past their retention, and a slot is
+/// emptied when it is three to four periods old, long before it is
+/// current again.
+constexpr int ring_periods_per_retention = 4;
+constexpr std::chrono::milliseconds ring_period_min = 1min;
+constexpr std::chrono::milliseconds ring_period_max = 6h;
 
-/// How long partition maintenance waits for a lock (ATTACH, DETACH) before
-/// it gives up until the next round: it never queues the hot path behind
-/// it for longer.
-constexpr std::chrono::milliseconds lane_partition_lock_timeout = 5s;
+/// How long the ring's recycling waits for its locks on the slot it
+/// empties before it gives up until the next round: every claim and
+/// completion waits behind that lock request, so never long.
+constexpr std::chrono::milliseconds ring_lock_timeout = 100ms;
 
 /// Rows deleted per maintenance statement, so one round never holds locks
 /// on a huge set.
@@ -197,12 +200,6 @@ constexpr std::chrono::milliseconds prefetch_horizon = 1s;
 
 /// Most jobs one claim statement takes (see local_queue_size).
 constexpr int max_claim = 2000;
-
-/// How long a transaction elsewhere may hold a lane's commit-order fence
-/// (see migrations/004_fast_lane.sql) before the jobs waiting behind it are
-/// claimed the row-per-state way. Ordinary transactions hold it for
-/// milliseconds; this only catches ones left open.
-constexpr std::chrono::milliseconds fence_wait = 200ms;
 
 /// After the drain, runtime::stop() waits this long for handlers that
 /// ignored their cancellation before it reports them abandoned (they can

@@ -49,9 +49,12 @@ using poller_actor = caf::typed_actor<
   // for its outcome to commit), for heartbeats and the watchdog.
   caf::replies_to<running_atom>::with<std::vector<held_job>>,
   // These jobs are no longer ours (`reason` says why): cancel their
-  // handlers, drop them from the buffer, record no outcome, never release
-  // them.
-  caf::reacts_to<lost_atom, std::vector<int64_t>, std::string>,
+  // handlers, drop them from the buffer, record no outcome. `hand_back`:
+  // the database may still count them as ours (the watchdog gave them up
+  // while it did not answer), so the poller releases them once it answers
+  // again (a live worker never keeps jobs it no longer runs); otherwise
+  // another worker holds them and they are never released.
+  caf::reacts_to<lost_atom, std::vector<int64_t>, std::string, bool>,
   // An operator asked to cancel these jobs (`actor-worker jobs cancel`);
   // any of them may be another poller's or node's. Those this poller
   // holds end cancelled: a buffered one at once, without running, a
@@ -75,6 +78,8 @@ using poller_internal = poller_actor::extend<
   caf::reacts_to<claim_atom>,
   // The drain budget ran out.
   caf::reacts_to<drained_atom>,
+  // Try again to release the jobs the watchdog gave up.
+  caf::reacts_to<hand_back_atom>,
   // Log what happened since the last report.
   caf::reacts_to<report_atom>>;
 
@@ -101,9 +106,10 @@ using storage_actor = caf::typed_actor<
   caf::replies_to<vacuum_atom>::with<std::vector<std::string>>,
   // Verifies every table and column the runtime's queries use.
   caf::replies_to<check_atom>::with<bool>,
-  // Refreshes the leases of these running jobs (row-per-state) and lane
-  // batches in one statement each; replies with those still ours.
-  caf::replies_to<heartbeat_atom, std::vector<int64_t>, std::vector<int64_t>>::with<std::vector<int64_t>, std::vector<int64_t>>,
+  // The leases of the jobs this node holds (claimed_job::lease, one per
+  // job): replies with the leases still its own (a rescue took the others
+  // back).
+  caf::replies_to<heartbeat_atom, std::vector<int64_t>>::with<std::vector<int64_t>>,
   // Which of these jobs (held by this node) an operator asked to cancel:
   // the durable side of `jobs cancel`, for a NOTIFY that was missed.
   caf::replies_to<cancel_atom, std::vector<int64_t>>::with<std::vector<int64_t>>,
@@ -170,7 +176,7 @@ using executor_internal = executor_actor::extend<
   caf::reacts_to<timer_atom, uint64_t, uint64_t>>;
 
 /// Keeps this node's leases alive. Every heartbeat_interval it refreshes
-/// all jobs and lane batches the node holds in one statement each, tells
+/// the node's lease (one statement: the node's row) and tells
 /// pollers about jobs that are no longer ours, and abandons jobs whose
 /// lease it could not refresh before the reclaim window closes (the
 /// watchdog), so two workers never both believe they own a job. Rescuing

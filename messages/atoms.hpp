@@ -61,6 +61,8 @@ using report_atom = caf::atom_constant<caf::atom("report")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 /// Outcomes committed (storage -> poller).
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
+/// Release the jobs the watchdog gave up (a poller sends it to itself).
+using hand_back_atom = caf::atom_constant<caf::atom("handback")>;
 /// A run overran its deadline by the grace and its handler still has not
 /// returned (an executor sends it to itself).
 using abandon_atom = caf::atom_constant<caf::atom("abandon")>;

@@ -11,20 +11,17 @@
 
 namespace aw {
 
-/// A job this worker has claimed: the `jobs` view shows it `running` and
+/// A job this worker has claimed: `jobs_live` shows it `running` and
 /// locked by this worker. Args and metadata stay JSON text until a handler
 /// parses them, so the actors never pay for a parse they don't need.
-///
-/// A job is claimed one of two ways (migrations/004_fast_lane.sql): as part
-/// of a lane batch (`batch_id` > 0: nothing was written to its row, the
-/// batch holds the lease) or as its own row (`batch_id` 0). Together with
-/// `attempt`, the batch id identifies the run: every write that finalizes
-/// it is guarded by them, so an outcome of an earlier run can never
-/// finalize a later one.
 struct claimed_job {
   int64_t id = 0;
-  /// The lane claim batch that holds this job; 0 for a row-per-state claim.
-  int64_t batch_id = 0;
+  /// The lease: a token storage made for this run, opaque outside
+  /// storage/. Every write about the run carries it back, and storage
+  /// refuses a lease that no longer holds the job (released, rescued,
+  /// claimed again), so an outcome of an earlier run can never finalize a
+  /// later one.
+  int64_t lease = 0;
   std::string kind;
   std::string queue;
   /// The `args` column as JSON text.
@@ -56,14 +53,14 @@ struct claimed_job {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claimed_job& x) {
-  return f(caf::meta::type_name("claimed_job"), x.id, x.batch_id, x.kind,
+  return f(caf::meta::type_name("claimed_job"), x.id, x.lease, x.kind,
            x.queue, x.args, x.priority, x.attempt, x.error_count,
            x.max_attempts, x.metadata, x.deadline_ms, x.started_row,
            x.claim_wait_seconds);
 }
 
 /// Jobs of one kind that a claim left for other workers: this one has no
-/// handler for the kind.
+/// handler for the kind (a rolling deploy).
 struct set_aside_jobs {
   std::string kind;
   int32_t priority = 0;
@@ -80,15 +77,11 @@ typename Inspector::result_type inspect(Inspector& f, set_aside_jobs& x) {
 struct claim_result {
   /// The claimed jobs, in claim order.
   std::vector<claimed_job> jobs;
-  /// Due jobs are visible that wait behind a transaction still open
-  /// elsewhere (the lanes' commit-order fence): claim again shortly rather
-  /// than at the next idle poll.
-  bool more_soon = false;
   /// The byte bound stopped the claim before its row limit: more jobs may
   /// be due.
   bool byte_bound = false;
-  /// Jobs of kinds this worker has no handler for, met on a lane and set
-  /// aside for workers that have one (migrations/008_known_kinds.sql).
+  /// Jobs of kinds this worker has no handler for, met by the claim and
+  /// set aside for workers that have one.
   std::vector<set_aside_jobs> set_aside;
   /// The queue is paused cluster-wide (queue_controls): nothing was
   /// claimed, and jobs of it buffered here must go back unstarted.
@@ -104,8 +97,7 @@ struct claim_result {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claim_result& x) {
-  return f(caf::meta::type_name("claim_result"), x.jobs, x.more_soon,
-           x.byte_bound, x.set_aside, x.paused, x.limited, x.retry_after_ms);
+  return f(caf::meta::type_name("claim_result"), x.jobs, x.byte_bound, x.set_aside, x.paused, x.limited, x.retry_after_ms);
 }
 
 /// How a run ended, as far as storage is concerned.
@@ -148,9 +140,10 @@ const char* to_string(outcome_kind k);
 /// The result of one run of one job.
 struct job_outcome {
   int64_t job_id = 0;
-  /// The run's identity (claimed_job::batch_id and attempt): storage writes
-  /// the outcome only while the job is still in that run.
-  int64_t batch_id = 0;
+  /// The run's lease (claimed_job::lease): storage writes the outcome only
+  /// while that lease still holds the job.
+  int64_t lease = 0;
+  /// The run's attempt (claimed_job::attempt), for its events.
   int32_t attempt = 0;
   outcome_kind kind = outcome_kind::completed;
   /// The failure message recorded as `last_error_message` (the reason for
@@ -170,7 +163,7 @@ struct job_outcome {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
-  return f(caf::meta::type_name("job_outcome"), x.job_id, x.batch_id,
+  return f(caf::meta::type_name("job_outcome"), x.job_id, x.lease,
            x.attempt, x.kind, x.message, x.delay_ms, x.duration_ms,
            x.observed, x.job_kind, x.queue);
 }
@@ -279,9 +272,8 @@ typename Inspector::result_type inspect(Inspector& f, outcome_report& x) {
 /// outcome not yet committed), for heartbeats and the watchdog.
 struct held_job {
   int64_t id = 0;
-  /// Its lane batch (heartbeats refresh the batch), or 0 (they refresh the
-  /// row).
-  int64_t batch_id = 0;
+  /// Its lease (claimed_job::lease).
+  int64_t lease = 0;
   /// When it was claimed (actor clock, ns since its epoch): the lease is at
   /// least this fresh.
   int64_t claimed_at_ns = 0;
@@ -289,7 +281,7 @@ struct held_job {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, held_job& x) {
-  return f(caf::meta::type_name("held_job"), x.id, x.batch_id,
+  return f(caf::meta::type_name("held_job"), x.id, x.lease,
            x.claimed_at_ns);
 }
 

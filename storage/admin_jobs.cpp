@@ -1,6 +1,5 @@
 #include "actor_worker/storage/admin_jobs.hpp"
 
-#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
 #include "sql_statements.hpp"
@@ -24,25 +23,9 @@ std::optional<std::string> job_json(pqxx::connection_base& conn, int64_t id) {
 
 std::string jobs_json(pqxx::connection_base& conn, const job_filter& f) {
   pqxx::read_transaction tx(conn);
-  auto rows = tx.exec_params1(sql::admin_jobs_list, f.after, f.state, f.queue,
-                              f.kind, f.limit)["jobs"]
-                .as<std::string>();
-  // Packed jobs (ids above every other) fill the rest of the page.
-  auto page = nlohmann::json::parse(rows);
-  auto left = f.limit - static_cast<int64_t>(page.size());
-  if (left <= 0)
-    return rows;
-  auto after = page.empty() ? f.after : page.back()["id"].get<int64_t>();
-  auto packed = tx.exec_params1(sql::admin_jobs_list_packed, after, f.state,
-                                f.queue, f.kind, left)["jobs"]
-                  .as<std::string>();
-  if (page.empty())
-    return packed;
-  if (packed == "[]")
-    return rows;
-  // Both are JSON arrays: joined as text, so each row stays as the
-  // database wrote it.
-  return rows.substr(0, rows.rfind(']')) + ", " + packed.substr(packed.find('[') + 1);
+  return tx.exec_params1(sql::admin_jobs_list, f.after, f.state, f.queue,
+                         f.kind, f.limit)["jobs"]
+    .as<std::string>();
 }
 
 namespace {
@@ -103,14 +86,12 @@ cancel_report cancel_job(pqxx::transaction_base& tx, int64_t id,
   if (waits(rows[0]["state"].as<std::string>())) {
     // Wait for (and hold off) the claims of its lane, then for a claim
     // of its row; each statement after that sees what they committed
-    // (READ COMMITTED). No claim locks a row still on a lane (only its
-    // cursor), so this order cannot deadlock with them.
+    // (READ COMMITTED). A claim locks a lane before any row of it, so
+    // this order cannot deadlock with them.
     if (rows[0]["on_lane"].as<bool>(false))
       tx.exec_params(sql::admin_job_lock_lane,
                      rows[0]["queue"].as<std::string>(),
                      rows[0]["priority"].as<int>());
-    // A packed job gets its row first (the view's rules change rows).
-    tx.exec_params(sql::admin_job_unpack, id);
     tx.exec_params(sql::admin_job_lock_row, id);
     auto cancelled = tx.exec_params(sql::admin_job_cancel, id, notify_channel);
     if (!cancelled.empty()) {
@@ -153,8 +134,6 @@ retry_report retry_job(pqxx::transaction_base& tx, int64_t id,
   report.position = *found;
   const auto& state = found->state;
   pqxx::result changed;
-  // A packed job gets its row first (the view's rules change rows).
-  tx.exec_params(sql::admin_job_unpack, id);
   tx.exec_params(sql::admin_job_lock_row, id);
   if (state == "scheduled" || state == "available") {
     changed = tx.exec_params(sql::admin_job_run_now, id, notify_channel);

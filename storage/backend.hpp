@@ -36,14 +36,6 @@ struct finish_report {
   job_event event;
 };
 
-/// The leases a heartbeat still holds.
-struct heartbeat_report {
-  /// Row-per-state jobs still running under this worker.
-  std::vector<int64_t> jobs;
-  /// Lane batches still open under this worker.
-  std::vector<int64_t> batches;
-};
-
 /// One claim: up to `limit` due jobs of `queue` whose args and metadata
 /// take at most `max_bytes` (but at least one job); jobs without a deadline
 /// of their own get `default_deadline_ms` (0 = none).
@@ -66,11 +58,8 @@ public:
   /// Claims due jobs, in claim order. One statement.
   virtual caf::expected<claim_result> claim(const claim_request& req) = 0;
 
-  /// True when finish_and_claim() can record `outcomes`.
-  virtual bool fusable(const std::vector<job_outcome>& outcomes) const = 0;
-
-  /// finish() and claim() in one statement and one commit. Only for
-  /// fusable() outcomes.
+  /// finish() and claim() in one commit (one statement when the outcomes
+  /// allow it): the hot loop's round trip. All or nothing as finish().
   virtual caf::expected<std::pair<std::vector<finish_report>, claim_result>>
   finish_and_claim(const std::vector<job_outcome>& outcomes,
                    const claim_request& req, bool in_doubt) = 0;
@@ -83,11 +72,11 @@ public:
   virtual caf::expected<std::vector<finish_report>>
   finish(const std::vector<job_outcome>& outcomes, bool in_doubt) = 0;
 
-  /// Refreshes the leases of these row-per-state jobs and lane batches;
-  /// reports those still ours.
-  virtual caf::expected<heartbeat_report>
-  heartbeat(const std::vector<int64_t>& jobs,
-            const std::vector<int64_t>& batches) = 0;
+  /// The leases of the jobs this worker holds (claimed_job::lease, one per
+  /// job): returns the leases still its own (a rescue took the others
+  /// back).
+  virtual caf::expected<std::vector<int64_t>>
+  heartbeat(const std::vector<int64_t>& leases) = 0;
 
   /// Which of `jobs` (held by this worker) an operator asked to cancel.
   virtual caf::expected<std::vector<int64_t>>
@@ -109,10 +98,10 @@ public:
   /// Deletes up to about `batch` finished rows past their retention.
   virtual caf::expected<int64_t> delete_expired(int batch) = 0;
 
-  /// The queue tables' housekeeping after a cleanup round: starts and drops
-  /// lane partitions as they come due, and vacuums the small queue tables
-  /// whose dead tuples passed their bound; returns what it did, one line
-  /// each.
+  /// The queue tables' housekeeping after a cleanup round: empties the
+  /// ring slot that came due (docs/storage.md), and vacuums the queue
+  /// tables whose dead tuples passed their bound; returns what it did, one
+  /// line each.
   virtual caf::expected<std::vector<std::string>> vacuum(int64_t min_dead,
                                                          double share) = 0;
 

@@ -150,36 +150,19 @@ dashboard_page dashboard_jobs(pqxx::connection_base& conn,
                                                before, s, f.queue, f.kind,
                                                limit, budget),
                                limit, budget));
-    if (s == "completed")
-      sources.push_back(
-        budgeted(tx.exec_params1(sql::dashboard_jobs_lane_completed, before,
-                                 f.queue, f.kind, limit, lane_budget),
-                 limit, lane_budget));
   } else {
     // Live states off the lanes: few rows, read whole from their indexes.
-    // On the lanes: the open batches (running), or the rows past the
-    // cursors, newest first within the budget (available).
     sources.push_back(exhaustive(tx.exec_params1(sql::dashboard_jobs_live,
                                                  before, s, f.queue, f.kind,
                                                  limit),
                                  limit));
-    if (s == "available")
-      sources.push_back(
-        budgeted(tx.exec_params1(sql::dashboard_jobs_lane_available, before,
-                                 f.queue, f.kind, limit, budget),
-                 limit, budget));
-    else if (s == "running")
-      sources.push_back(
-        exhaustive(tx.exec_params1(sql::dashboard_jobs_lane_running, before,
-                                   f.queue, f.kind, limit),
-                   limit));
   }
-  // Packed jobs (never cancelled in their pack: a cancel unpacks them).
-  if (s.empty() || s == "available" || s == "running" || s == "completed")
-    sources.push_back(budgeted(tx.exec_params1(sql::dashboard_jobs_packed,
-                                               before, s, f.queue, f.kind,
-                                               limit, lane_budget),
-                               limit, lane_budget));
+  // Jobs on the lanes, whose state their batch gives (jobs_live).
+  if (s == "available" || s == "running" || s == "completed")
+    sources.push_back(
+      budgeted(tx.exec_params1(sql::dashboard_jobs_lane, before, f.queue,
+                               f.kind, limit, lane_budget, s),
+               limit, lane_budget));
   auto m = merge(sources, limit);
   dashboard_page page;
   page.next_before = m.next_before;

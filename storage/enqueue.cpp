@@ -185,57 +185,33 @@ int64_t enqueue_unique(pqxx::transaction_base& tx, const nlohmann::json& row,
 
 namespace {
 
-/// The plain jobs of one lane (queue and priority), for packs.
-struct lane_pack {
-  std::string kinds = "{", args = "{";
-  std::vector<size_t> jobs;
-};
-
-/// Inserts `plain` (indexes into `jobs`, all plain) as packs: one per lane
-/// and max_pack_jobs jobs, lanes in the order of their first job, and
-/// writes their ids into `ids`.
-void enqueue_packed(pqxx::transaction_base& tx,
+/// Inserts the plain jobs `plain` (indexes into `jobs`) by COPY, and
+/// writes their ids into `ids`: the ids come from the jobs' sequence first
+/// (one statement), since COPY returns none.
+void enqueue_copied(pqxx::transaction_base& tx,
                     const std::vector<enqueue_request>& jobs,
                     const std::vector<size_t>& plain, std::vector<int64_t>& ids) {
-  std::vector<std::pair<std::pair<std::string, int>, lane_pack>> lanes;
-  auto flush = [&](const std::pair<std::string, int>& lane, lane_pack& pack) {
-    if (pack.jobs.empty())
-      return;
-    pack.kinds += '}';
-    pack.args += '}';
-    auto first = tx.exec_params1(storage::sql::enqueue_pack, lane.first, lane.second,
-                                 static_cast<int>(pack.jobs.size()), pack.kinds,
-                                 pack.args)["first_id"]
-                   .as<int64_t>();
-    for (size_t k = 0; k < pack.jobs.size(); ++k)
-      ids[pack.jobs[k]] = first + static_cast<int64_t>(k);
-    pack = lane_pack{};
-  };
-  for (size_t i : plain) {
-    const auto& job = jobs[i];
-    std::pair<std::string, int> key{job.options.queue, job.options.priority};
-    auto it = std::find_if(lanes.begin(), lanes.end(),
-                           [&](const auto& l) { return l.first == key; });
-    if (it == lanes.end()) {
-      lanes.emplace_back(key, lane_pack{});
-      it = std::prev(lanes.end());
-    }
-    auto& pack = it->second;
-    append_element(pack.kinds, job.kind);
-    append_element(pack.args, job.args.is_null() ? std::string{"{}"} : job.args.dump());
-    pack.jobs.push_back(i);
-    if (pack.jobs.size() == aw::defaults::max_pack_jobs)
-      flush(it->first, pack);
+  auto taken = tx.exec_params(storage::sql::enqueue_ids,
+                              static_cast<int64_t>(plain.size()));
+  pqxx::stream_to copy(tx, "jobs",
+                       std::vector<std::string>{"id", "kind", "queue", "args",
+                                                "priority"});
+  for (size_t k = 0; k < plain.size(); ++k) {
+    const auto& job = jobs[plain[k]];
+    auto id = taken[static_cast<int>(k)][0].as<int64_t>();
+    ids[plain[k]] = id;
+    copy << std::make_tuple(id, job.kind, job.options.queue,
+                            job.args.is_null() ? std::string{"{}"}
+                                               : job.args.dump(),
+                            job.options.priority);
   }
-  for (auto& [lane, pack] : lanes)
-    flush(lane, pack);
+  copy.complete();
 }
 
 } // namespace
 
 std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
-                                  const std::vector<enqueue_request>& jobs,
-                                  bulk_layout layout) {
+                                  const std::vector<enqueue_request>& jobs) {
   if (jobs.empty())
     return {};
   std::vector<int64_t> ids(jobs.size(), 0);
@@ -250,17 +226,6 @@ std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
     const auto& job = jobs[i];
     if (plain(job.options)) {
       check_enqueue(job.kind, job.args, job.options);
-      if (layout == bulk_layout::packed) {
-        plain_jobs.push_back(i);
-        continue;
-      }
-      append_element(kinds, job.kind);
-      append_element(queues, job.options.queue);
-      append_element(args, job.args.is_null() ? std::string{"{}"}
-                                              : job.args.dump());
-      if (priorities.size() > 1)
-        priorities += ',';
-      priorities += std::to_string(job.options.priority);
       plain_jobs.push_back(i);
       continue;
     }
@@ -272,9 +237,19 @@ std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
       bulk.push_back(i);
     }
   }
-  if (layout == bulk_layout::packed) {
-    enqueue_packed(tx, jobs, plain_jobs, ids);
+  if (plain_jobs.size() >= aw::defaults::copy_threshold) {
+    enqueue_copied(tx, jobs, plain_jobs, ids);
   } else if (!plain_jobs.empty()) {
+    for (size_t i : plain_jobs) {
+      const auto& job = jobs[i];
+      append_element(kinds, job.kind);
+      append_element(queues, job.options.queue);
+      append_element(args, job.args.is_null() ? std::string{"{}"}
+                                              : job.args.dump());
+      if (priorities.size() > 1)
+        priorities += ',';
+      priorities += std::to_string(job.options.priority);
+    }
     kinds += '}';
     queues += '}';
     args += '}';

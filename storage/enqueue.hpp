@@ -34,32 +34,15 @@ void check_enqueue(const std::string& kind, const nlohmann::json& args,
 int64_t enqueue(pqxx::transaction_base& tx, const std::string& kind,
                 const nlohmann::json& args, const insert_options& opts = {});
 
-/// How enqueue_many stores the jobs it puts on a lane (those with no option
-/// but queue and priority).
-enum class bulk_layout {
-  /// A job_rows row each: every job is in the `jobs` view, found by id
-  /// through its index. About 90,000 jobs/s from one client on 2 cores.
-  rows,
-  /// Packs (migrations/020_job_packs.sql): one row per queue, priority and
-  /// defaults::max_pack_jobs jobs, their kinds and args as arrays; 4-5x
-  /// faster (bench/results/2026-12-02-packed-enqueue.md). Packed jobs run,
-  /// retry and report like any other, but are listed by the `packed_jobs`
-  /// view rather than `jobs` until something but completion happens to
-  /// them; their ids are 2^52 and up, and `packed_jobs` reads every pack
-  /// for a lookup by id (use actor_worker_packed_jobs(ids) or `jobs show`).
-  packed,
-};
-
 /// Inserts many jobs and returns their ids in request order: jobs with no
-/// option but queue and priority in one statement (column arrays, the
-/// fast path) or, with bulk_layout::packed, in one pack per queue and
-/// priority (per max_pack_jobs of them), the other non-unique jobs in one
-/// more statement, unique jobs in a statement each (see unique_options:
-/// their id is the existing job's when one blocks them). One NOTIFY per
-/// statement and queue.
+/// option but queue and priority in one statement (column arrays), or by
+/// COPY when there are defaults::copy_threshold of them or more (the
+/// fastest way into PostgreSQL: ids taken from the sequence first, then
+/// one COPY); the other non-unique jobs in one more statement, unique jobs
+/// in a statement each (see unique_options: their id is the existing
+/// job's when one blocks them). One NOTIFY per statement and queue.
 std::vector<int64_t> enqueue_many(pqxx::transaction_base& tx,
-                                  const std::vector<enqueue_request>& jobs,
-                                  bulk_layout layout = bulk_layout::rows);
+                                  const std::vector<enqueue_request>& jobs);
 
 /// Typed form: `Args` names its kind in `static constexpr const char* kind`
 /// and converts to JSON with nlohmann's to_json. (Only for types with a

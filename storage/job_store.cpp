@@ -7,7 +7,6 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <unistd.h>
 
@@ -144,31 +143,28 @@ const std::unordered_map<std::string_view, const char*>& statements() {
   static const std::unordered_map<std::string_view, const char*> all = {
     {"aw_claim", sql::claim},
     {"aw_finish_and_claim", sql::finish_and_claim},
-    {"aw_batch_jobs", sql::batch_jobs},
-    {"aw_finish_lane", sql::finish_lane},
-    {"aw_lane_rows", sql::lane_rows},
-    {"aw_lane_rows_deleted", sql::lane_rows_deleted},
+    {"aw_complete_lane", sql::complete_lane},
+    {"aw_materialize", sql::materialize},
+    {"aw_lane_completed_rows", sql::lane_completed_rows},
     {"aw_complete", sql::complete},
     {"aw_complete_delete", sql::complete_delete},
     {"aw_retry", sql::retry},
     {"aw_dead_letter", sql::dead_letter},
     {"aw_release", sql::release},
-    {"aw_release_lane", sql::release_lane},
     {"aw_cleanup", sql::cleanup},
+    {"aw_cleanup_batches", sql::cleanup_batches},
+    {"aw_close_batches", sql::close_batches},
     {"aw_dead_tuples", sql::dead_tuples},
-    {"aw_cleanup_lanes", sql::cleanup_lanes},
-    {"aw_lane_rotate", sql::lane_rotate},
-    {"aw_lane_partition_chores", sql::lane_partition_chores},
-    {"aw_lane_generation_gone", sql::lane_generation_gone},
+    {"aw_recycle", sql::recycle},
+    {"aw_ring_period", sql::ring_period},
+    {"aw_ring_lock_holders", sql::ring_lock_holders},
     {"aw_cleanup_dead_letters", sql::cleanup_dead_letters},
     {"aw_cleanup_cancel_requests", sql::cleanup_cancel_requests},
     {"aw_cancel_requests", sql::cancel_requests},
     {"aw_heartbeat", sql::heartbeat},
-    {"aw_heartbeat_batches", sql::heartbeat_batches},
     {"aw_snooze", sql::snooze},
     {"aw_cancel", sql::cancel},
     {"aw_wait", sql::wait},
-    {"aw_expire_batches", sql::expire_batches},
     {"aw_rescue", sql::rescue},
     {"aw_wait_times", sql::wait_times},
     {"aw_node_refresh", sql::node_refresh},
@@ -220,20 +216,22 @@ pqxx::connection_base& job_store::connection() {
 
 namespace {
 
-/// Appends the jobs of claim rows to `out`. Rows without a batch_id say
-/// something else (their kind): 'batch' (lane batch `id` was claimed: its
-/// jobs are read next), 'owned' (a fused finish still owned batch `id`),
-/// 'waiting' (due jobs wait behind an open transaction), 'bytes' (the byte
-/// bound stopped the claim), 'set_aside' (`id` jobs of kind `args` were left
-/// for workers that run it), 'paused' (the queue is paused), 'limited' (a
-/// queue limit cut the claim; deadline_ms: when the rate window frees).
+/// A lease names a lane batch when its lowest bit is set
+/// (actor_worker_batch_id), a row batch otherwise.
+bool on_lane(int64_t lease) {
+  return (lease & 1) != 0;
+}
+
+/// Reads the claim rows (storage/sql/claim.sql) into `out`: jobs, then
+/// note rows (lease NULL) whose JSON says what else the worker should know;
+/// a note's "done" (finish_and_claim.sql) lists the completions recorded.
 void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
-                      claim_result& out, std::vector<int64_t>* batches,
-                      std::unordered_set<int64_t>* owned) {
+                      int64_t default_deadline_ms, claim_result& out,
+                      std::vector<int64_t>* done) {
   if (rows.empty())
     return;
   // Columns by name, looked up once per result rather than once per field.
-  auto batch_id = rows.column_number("batch_id");
+  auto lease = rows.column_number("lease");
   auto id = rows.column_number("id");
   auto kind = rows.column_number("kind");
   auto args = rows.column_number("args");
@@ -244,45 +242,34 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
   auto metadata = rows.column_number("metadata");
   auto deadline_ms = rows.column_number("deadline_ms");
   auto event_row = rows.column_number("event_row");
+  auto note = rows.column_number("note");
   out.jobs.reserve(out.jobs.size() + rows.size());
   for (const auto& row : rows) {
-    if (row[batch_id].is_null()) {
-      auto what = row[kind].as<std::string>();
-      if (what == "batch") {
-        if (batches != nullptr)
-          batches->push_back(row[id].as<int64_t>());
-      } else if (what == "owned") {
-        if (owned != nullptr)
-          owned->insert(row[id].as<int64_t>());
-      } else if (what == "bytes") {
-        out.byte_bound = true;
-      } else if (what == "paused") {
+    if (row[lease].is_null()) {
+      auto n = nlohmann::json::parse(row[note].as<std::string>("{}"));
+      if (n.value("paused", false))
         out.paused = true;
-      } else if (what == "limited") {
+      if (n.value("byte_bound", false))
+        out.byte_bound = true;
+      if (n.value("limited", false)) {
         out.limited = true;
-        out.retry_after_ms = row[deadline_ms].is_null()
-                               ? -1
-                               : row[deadline_ms].as<int64_t>();
-      } else if (what == "set_aside") {
-        // One row per kind and scan step: summed per kind and priority.
-        set_aside_jobs s{row[args].as<std::string>(),
-                         row[priority].as<int32_t>(), row[id].as<int64_t>()};
-        auto same = std::find_if(out.set_aside.begin(), out.set_aside.end(),
-                                 [&](const set_aside_jobs& x) {
-                                   return x.kind == s.kind
-                                          && x.priority == s.priority;
-                                 });
-        if (same != out.set_aside.end())
-          same->count += s.count;
-        else
-          out.set_aside.push_back(std::move(s));
-      } else {
-        out.more_soon = true;
+        auto retry = n.find("retry_after_ms");
+        out.retry_after_ms = retry != n.end() && retry->is_number()
+                               ? retry->get<int64_t>()
+                               : -1;
       }
+      if (auto aside = n.find("set_aside"); aside != n.end())
+        for (auto& s : *aside)
+          out.set_aside.push_back({s.value("kind", std::string{}),
+                                   s.value("priority", 0),
+                                   s.value("count", int64_t{0})});
+      if (auto ids = n.find("done"); ids != n.end() && done != nullptr)
+        for (auto& x : *ids)
+          done->push_back(x.get<int64_t>());
       continue;
     }
     claimed_job job;
-    job.batch_id = row[batch_id].as<int64_t>();
+    job.lease = row[lease].as<int64_t>();
     job.id = row[id].as<int64_t>();
     job.kind = row[kind].as<std::string>();
     job.queue = queue;
@@ -293,71 +280,35 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
     job.max_attempts = row[max_attempts].as<int32_t>();
     job.metadata = row[metadata].as<std::string>();
     job.deadline_ms = row[deadline_ms].as<int64_t>();
+    if (job.deadline_ms == 0)
+      job.deadline_ms = default_deadline_ms;
     if (!row[event_row].is_null())
       job.started_row = row[event_row].as<std::string>();
     out.jobs.push_back(std::move(job));
   }
 }
 
-} // namespace
-
-claim_result job_store::read_batches(pqxx::result rows,
-                                     const std::string& queue,
-                                     int64_t default_deadline_ms,
-                                     std::unordered_set<int64_t>* owned) {
-  claim_result out;
-  std::vector<int64_t> batches;
-  parse_claim_rows(rows, queue, out, &batches, owned);
-  rows.clear();
-  if (batches.empty())
-    return out;
-  // The lane batches' jobs: read-only, outside the claim's transaction,
-  // and put where their batch was in claim order (priority first).
-  std::vector<claimed_job> ordered;
-  ordered.reserve(out.jobs.size());
-  auto next = out.jobs.begin();
-  for (auto batch : batches) {
-    claim_result part;
-    {
-      pqxx::nontransaction tx(*conn_, "aw_batch_jobs");
-      parse_claim_rows(run(tx, "aw_batch_jobs", batch,
-                                        default_deadline_ms, observed_kinds_),
-                       queue, part, nullptr, nullptr);
-    }
-    if (part.jobs.empty())
-      continue;
-    // Row-per-state jobs of higher or equal priority came first.
-    auto prio = part.jobs.front().priority;
-    while (next != out.jobs.end() && next->priority <= prio)
-      ordered.push_back(std::move(*next++));
-    std::move(part.jobs.begin(), part.jobs.end(), std::back_inserter(ordered));
-  }
-  std::move(next, out.jobs.end(), std::back_inserter(ordered));
-  out.jobs = std::move(ordered);
-  return out;
+/// True when `outcomes` are all completions of lane jobs nobody observes:
+/// receipts alone, no events, no follow-ups.
+bool lane_completions_only(const std::vector<job_outcome>& outcomes) {
+  for (auto& o : outcomes)
+    if (!on_lane(o.lease) || o.kind != outcome_kind::completed || o.observed)
+      return false;
+  return true;
 }
+
+} // namespace
 
 claim_result job_store::claim(const std::string& queue, int limit,
                               int64_t max_bytes, int64_t default_deadline_ms) {
   connect();
-  // One statement in autocommit (no BEGIN/COMMIT round trips), then one
-  // read per lane batch claimed.
-  pqxx::result rows;
-  {
-    pqxx::nontransaction tx(*conn_, "aw_claim");
-    rows = run(tx, "aw_claim", queue, opts_.worker_id, limit,
-                            max_bytes, default_deadline_ms, observed_kinds_,
-                            static_cast<int64_t>(opts_.fence_wait.count()),
-                            served_kinds_);
-  }
-  return read_batches(std::move(rows), queue, default_deadline_ms, nullptr);
-}
-
-bool job_store::fusable(const std::vector<job_outcome>& outcomes) {
-  for (auto& o : outcomes)
-    if (o.batch_id == 0 || o.kind != outcome_kind::completed || o.observed)
-      return false;
-  return true;
+  // One statement in autocommit: no BEGIN/COMMIT round trips.
+  pqxx::nontransaction tx(*conn_, "aw_claim");
+  claim_result out;
+  parse_claim_rows(run(tx, "aw_claim", queue, opts_.worker_id, limit,
+                       max_bytes, served_kinds_, observed_kinds_),
+                   queue, default_deadline_ms, out, nullptr);
+  return out;
 }
 
 std::pair<std::vector<finish_report>, claim_result>
@@ -365,136 +316,142 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
                             const std::string& queue, int limit,
                             int64_t max_bytes, int64_t default_deadline_ms,
                             bool in_doubt) {
+  if (!lane_completions_only(outcomes)) {
+    auto reports = finish(outcomes, in_doubt);
+    return {std::move(reports),
+            claim(queue, limit, max_bytes, default_deadline_ms)};
+  }
   connect();
   std::vector<int64_t> jobs;
-  std::vector<int64_t> batches;
+  std::vector<int64_t> leases;
   jobs.reserve(outcomes.size());
-  batches.reserve(outcomes.size());
+  leases.reserve(outcomes.size());
   for (auto& o : outcomes) {
     jobs.push_back(o.job_id);
-    batches.push_back(o.batch_id);
+    leases.push_back(o.lease);
   }
-  pqxx::result rows;
+  claim_result claimed;
+  std::vector<int64_t> done;
   {
     pqxx::nontransaction tx(*conn_, "aw_finish_and_claim");
-    rows = run(
-      tx, "aw_finish_and_claim", opts_.worker_id, to_array_literal(jobs),
-      to_array_literal(batches), opts_.completed_retention.count() == 0, queue,
-      limit, max_bytes, default_deadline_ms, observed_kinds_,
-      static_cast<int64_t>(opts_.fence_wait.count()), in_doubt, served_kinds_);
+    parse_claim_rows(run(tx, "aw_finish_and_claim", opts_.worker_id,
+                         to_array_literal(leases), to_array_literal(jobs),
+                         queue, limit, max_bytes, served_kinds_,
+                         observed_kinds_,
+                         opts_.completed_retention.count() == 0),
+                     queue, default_deadline_ms, claimed, &done);
   }
-  std::unordered_set<int64_t> owned;
-  auto claimed = read_batches(std::move(rows), queue, default_deadline_ms,
-                              &owned);
+  std::sort(done.begin(), done.end());
   std::vector<finish_report> reports(outcomes.size());
   for (size_t i = 0; i < outcomes.size(); ++i)
-    if (owned.count(outcomes[i].batch_id) > 0)
+    if (std::binary_search(done.begin(), done.end(), outcomes[i].job_id))
       reports[i].result = finish_result::applied;
   return {std::move(reports), std::move(claimed)};
 }
 
 std::vector<finish_report>
 job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
+  // A lane completion recorded twice counts once (receipts are sets), and
+  // any other outcome finds its lease no longer running the job: in doubt
+  // or not, the same statements are right.
+  (void) in_doubt;
   connect();
+  if (lane_completions_only(outcomes)) {
+    // The hot path: one statement in autocommit.
+    pqxx::nontransaction tx(*conn_, "aw_finish");
+    return finish_in(tx, outcomes);
+  }
+  pqxx::work tx(*conn_, "aw_finish");
+  auto reports = finish_in(tx, outcomes);
+  tx.commit();
+  return reports;
+}
+
+std::vector<finish_report>
+job_store::finish_in(pqxx::transaction_base& tx,
+                     const std::vector<job_outcome>& outcomes) {
   std::vector<finish_report> reports(outcomes.size());
   auto fire = [&](size_t i, event_type type, std::string json) {
     reports[i].result = finish_result::applied;
     reports[i].event = transition_event(type, std::move(json), outcomes[i]);
     reports[i].has_event = true;
   };
+  const auto& me = opts_.worker_id;
   bool deleting = opts_.completed_retention.count() == 0;
 
-  // The hot path: only lane completions nobody observes (so no events and
-  // no follow-ups). One statement in autocommit.
-  std::unique_ptr<pqxx::transaction_base> tx;
-  if (fusable(outcomes))
-    tx = std::make_unique<pqxx::nontransaction>(*conn_, "aw_finish");
-  else
-    tx = std::make_unique<pqxx::work>(*conn_, "aw_finish");
-
-  // 1. Lane outcomes: completions recorded per batch, the others turned
-  // into ordinary running rows for step 2. An outcome of a batch no longer
-  // ours is stale.
-  std::vector<int64_t> lane_jobs;
-  std::vector<int64_t> lane_batches;
-  std::vector<bool> lane_done;
-  std::vector<size_t> lane_index;
+  // 1. Lane jobs: completions become receipts; any other outcome first
+  // turns its job into a running row of its batch, for step 2. A lane
+  // outcome whose batch is no longer ours is stale.
+  std::vector<int64_t> done_jobs, done_leases, other_jobs, other_leases;
   std::vector<int64_t> observed_done;
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    auto& o = outcomes[i];
-    if (o.batch_id == 0)
+  for (auto& o : outcomes) {
+    if (!on_lane(o.lease))
       continue;
-    lane_jobs.push_back(o.job_id);
-    lane_batches.push_back(o.batch_id);
-    lane_done.push_back(o.kind == outcome_kind::completed);
-    lane_index.push_back(i);
-    if (o.kind == outcome_kind::completed && o.observed)
-      observed_done.push_back(o.job_id);
+    if (o.kind == outcome_kind::completed) {
+      done_jobs.push_back(o.job_id);
+      done_leases.push_back(o.lease);
+      if (o.observed)
+        observed_done.push_back(o.job_id);
+    } else {
+      other_jobs.push_back(o.job_id);
+      other_leases.push_back(o.lease);
+    }
   }
+  std::vector<int64_t> recorded, materialized;
+  if (!done_jobs.empty())
+    for (const auto& row : run(tx, "aw_complete_lane", me,
+                               to_array_literal(done_leases),
+                               to_array_literal(done_jobs), deleting))
+      recorded.push_back(row[0].as<int64_t>());
+  if (!other_jobs.empty())
+    for (const auto& row : run(tx, "aw_materialize", me,
+                               to_array_literal(other_leases),
+                               to_array_literal(other_jobs)))
+      materialized.push_back(row[0].as<int64_t>());
+  std::sort(recorded.begin(), recorded.end());
+  std::sort(materialized.begin(), materialized.end());
   std::unordered_map<int64_t, std::string> lane_rows;
-  auto read_lane_rows = [&](const char* stmt) {
-    if (observed_done.empty())
-      return;
+  if (!observed_done.empty())
     for (const auto& row :
-         run(*tx, stmt, to_array_literal(observed_done)))
+         run(tx, "aw_lane_completed_rows", to_array_literal(observed_done)))
       lane_rows.emplace(row["id"].as<int64_t>(),
                         row["row_json"].as<std::string>());
+  auto has = [](const std::vector<int64_t>& ids, int64_t id) {
+    return std::binary_search(ids.begin(), ids.end(), id);
   };
-  std::vector<bool> materialized(outcomes.size(), false);
-  if (!lane_jobs.empty()) {
-    if (deleting)
-      read_lane_rows("aw_lane_rows_deleted");
-    auto rows = run(*tx, "aw_finish_lane", opts_.worker_id,
-                                  to_array_literal(lane_jobs),
-                                  to_array_literal(lane_batches),
-                                  to_array_literal(lane_done), deleting,
-                                  in_doubt);
-    std::unordered_set<int64_t> owned;
-    for (const auto& row : rows)
-      owned.insert(row["batch_id"].as<int64_t>());
-    if (!deleting)
-      read_lane_rows("aw_lane_rows");
-    for (auto i : lane_index) {
-      auto& o = outcomes[i];
-      if (owned.count(o.batch_id) == 0)
-        continue; // stale: the batch is no longer ours
-      if (o.kind == outcome_kind::completed) {
-        reports[i].result = finish_result::applied;
-        if (auto r = lane_rows.find(o.job_id); r != lane_rows.end())
-          fire(i, event_type::completed, std::move(r->second));
-      } else {
-        // Now an ordinary running row of this run (the attempt counted).
-        materialized[i] = true;
-      }
-    }
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    auto& o = outcomes[i];
+    if (!on_lane(o.lease) || o.kind != outcome_kind::completed
+        || !has(recorded, o.job_id))
+      continue;
+    reports[i].result = finish_result::applied;
+    if (auto r = lane_rows.find(o.job_id); r != lane_rows.end())
+      fire(i, event_type::completed, std::move(r->second));
   }
 
-  // 2. Row-per-state outcomes (and the lane failures just materialized),
-  // each guarded by its run: running under this worker with its attempt.
-  std::vector<int64_t> completed;
-  std::vector<int32_t> completed_attempts;
-  for (size_t i = 0; i < outcomes.size(); ++i)
-    if (outcomes[i].batch_id == 0
-        && outcomes[i].kind == outcome_kind::completed) {
-      completed.push_back(outcomes[i].job_id);
-      completed_attempts.push_back(outcomes[i].attempt);
+  // 2. Row-claimed jobs (and the lane jobs just materialized), each
+  // guarded by its lease: still running in that batch.
+  std::vector<int64_t> completed, completed_leases;
+  for (auto& o : outcomes)
+    if (!on_lane(o.lease) && o.kind == outcome_kind::completed) {
+      completed.push_back(o.job_id);
+      completed_leases.push_back(o.lease);
     }
   if (!completed.empty()) {
-    auto rows = run(*tx, deleting ? "aw_complete_delete"
-                                           : "aw_complete",
-                                  to_array_literal(completed), opts_.worker_id,
-                                  observed_kinds_, defaults::notify_channel,
-                                  to_array_literal(completed_attempts));
+    auto rows = run(tx, deleting ? "aw_complete_delete" : "aw_complete",
+                    to_array_literal(completed), me, observed_kinds_,
+                    defaults::notify_channel,
+                    to_array_literal(completed_leases));
     std::unordered_map<int64_t, std::string> applied;
     for (const auto& row : rows)
       applied.emplace(row["id"].as<int64_t>(),
                       row["row"].is_null() ? std::string{}
                                            : row["row"].as<std::string>());
     for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (outcomes[i].batch_id != 0
-          || outcomes[i].kind != outcome_kind::completed)
+      auto& o = outcomes[i];
+      if (on_lane(o.lease) || o.kind != outcome_kind::completed)
         continue;
-      auto a = applied.find(outcomes[i].job_id);
+      auto a = applied.find(o.job_id);
       if (a == applied.end())
         continue;
       reports[i].result = finish_result::applied;
@@ -504,8 +461,8 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
     }
   }
   auto single = [&](const char* stmt, auto&&... args) -> std::optional<std::string> {
-    auto r = run(*tx, stmt, std::forward<decltype(args)>(args)...);
-    if (r.empty())
+    auto r = run(tx, stmt, std::forward<decltype(args)>(args)...);
+    if (r.empty() || r[0]["row_json"].is_null())
       return std::nullopt;
     return r[0]["row_json"].template as<std::string>();
   };
@@ -513,10 +470,8 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
     const auto& o = outcomes[i];
     if (o.kind == outcome_kind::completed)
       continue;
-    if (o.batch_id != 0 && !materialized[i])
+    if (on_lane(o.lease) && !has(materialized, o.job_id))
       continue; // a stale lane outcome
-    const auto& me = opts_.worker_id;
-    auto attempt = o.attempt;
     switch (o.kind) {
       case outcome_kind::completed:
         break;
@@ -528,12 +483,12 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
         if (o.kind == outcome_kind::retry_after)
           delay = o.delay_ms;
         bool rescue = o.kind == outcome_kind::abandoned;
-        if (auto row = single("aw_retry", o.job_id, me, o.message,
-                              opts_.max_retries, delay, attempt)) {
+        if (auto row = single("aw_retry", o.job_id, o.lease, o.message,
+                              opts_.max_retries, delay)) {
           fire(i, rescue ? event_type::rescued : event_type::retried,
                std::move(*row));
-        } else if (auto row = single("aw_dead_letter", o.job_id, me, o.message,
-                                     defaults::notify_channel, attempt)) {
+        } else if (auto row = single("aw_dead_letter", o.job_id, o.lease,
+                                     o.message, defaults::notify_channel)) {
           fire(i, rescue ? event_type::rescued : event_type::exhausted,
                std::move(*row));
         }
@@ -542,21 +497,21 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
         break;
       }
       case outcome_kind::terminal_failure:
-        if (auto row = single("aw_dead_letter", o.job_id, me, o.message,
-                              defaults::notify_channel, attempt))
+        if (auto row = single("aw_dead_letter", o.job_id, o.lease, o.message,
+                              defaults::notify_channel))
           fire(i, event_type::exhausted, std::move(*row));
         break;
       case outcome_kind::snoozed:
-        if (single("aw_snooze", o.job_id, me, o.delay_ms, attempt))
+        if (single("aw_snooze", o.job_id, o.lease, o.delay_ms))
           reports[i].result = finish_result::applied; // snoozes fire nothing
         break;
       case outcome_kind::cancelled:
-        if (auto row = single("aw_cancel", o.job_id, me, o.message,
-                              defaults::notify_channel, attempt))
+        if (auto row = single("aw_cancel", o.job_id, o.lease, o.message,
+                              defaults::notify_channel))
           fire(i, event_type::cancelled, std::move(*row));
         break;
       case outcome_kind::waiting_callback:
-        if (auto row = single("aw_wait", o.job_id, me, o.delay_ms, attempt))
+        if (auto row = single("aw_wait", o.job_id, o.lease, o.delay_ms))
           fire(i, event_type::waiting_for_callback, std::move(*row));
         break;
     }
@@ -573,10 +528,8 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
         std::move(more.begin(), more.end(), std::back_inserter(requests));
       }
     if (!requests.empty())
-      enqueue_many(*tx, requests);
+      enqueue_many(tx, requests);
   }
-  if (auto* work = dynamic_cast<pqxx::work*>(tx.get()))
-    work->commit();
   return reports;
 }
 
@@ -584,33 +537,17 @@ int64_t job_store::release(const std::vector<held_job>& jobs, bool started) {
   if (jobs.empty())
     return 0;
   connect();
-  std::vector<int64_t> rows;
-  std::vector<int64_t> lane_jobs;
-  std::vector<int64_t> lane_batches;
+  std::vector<int64_t> ids;
+  std::vector<int64_t> leases;
   for (auto& j : jobs) {
-    if (j.batch_id == 0) {
-      rows.push_back(j.id);
-    } else {
-      lane_jobs.push_back(j.id);
-      lane_batches.push_back(j.batch_id);
-    }
+    ids.push_back(j.id);
+    leases.push_back(j.lease);
   }
-  int64_t released = 0;
   pqxx::work tx(*conn_, "aw_release");
-  if (!rows.empty()) {
-    auto r = run(tx, "aw_release", to_array_literal(rows),
-                              opts_.worker_id, defaults::notify_channel,
-                              started);
-    released += r.empty() ? 0 : r[0]["released"].as<int64_t>();
-  }
-  if (!lane_jobs.empty()) {
-    auto r = run(tx, "aw_release_lane", opts_.worker_id,
-                              to_array_literal(lane_jobs),
-                              to_array_literal(lane_batches), started);
-    released += r.empty() ? 0 : r[0]["released"].as<int64_t>();
-  }
+  auto r = run(tx, "aw_release", opts_.worker_id, to_array_literal(leases),
+               to_array_literal(ids), started);
   tx.commit();
-  return released;
+  return r.empty() ? 0 : r[0]["released"].as<int64_t>();
 }
 
 int64_t job_store::release(const std::vector<claimed_job>& jobs,
@@ -618,27 +555,19 @@ int64_t job_store::release(const std::vector<claimed_job>& jobs,
   std::vector<held_job> held;
   held.reserve(jobs.size());
   for (auto& j : jobs)
-    held.push_back({j.id, j.batch_id, 0});
+    held.push_back({j.id, j.lease, 0});
   return release(held, started);
 }
 
-heartbeat_report job_store::heartbeat(const std::vector<int64_t>& jobs,
-                                      const std::vector<int64_t>& batches) {
-  heartbeat_report out;
-  if (jobs.empty() && batches.empty())
+std::vector<int64_t> job_store::heartbeat(const std::vector<int64_t>& leases) {
+  std::vector<int64_t> out;
+  if (leases.empty())
     return out;
   connect();
   pqxx::nontransaction tx(*conn_, "aw_heartbeat");
-  if (!jobs.empty())
-    for (const auto& row : run(tx, "aw_heartbeat",
-                                            to_array_literal(jobs),
-                                            opts_.worker_id))
-      out.jobs.push_back(row["id"].as<int64_t>());
-  if (!batches.empty())
-    for (const auto& row : run(tx, "aw_heartbeat_batches",
-                                            to_array_literal(batches),
-                                            opts_.worker_id))
-      out.batches.push_back(row["id"].as<int64_t>());
+  for (const auto& row :
+       run(tx, "aw_heartbeat", to_array_literal(leases), opts_.worker_id))
+    out.push_back(row["id"].as<int64_t>());
   return out;
 }
 
@@ -646,7 +575,6 @@ std::vector<rescued_job> job_store::rescue(int limit) {
   connect();
   double window = opts_.reclaim_window.count() / 1000.0;
   pqxx::work tx(*conn_, "aw_rescue");
-  run(tx, "aw_expire_batches", window, limit);
   auto rows = run(tx, "aw_rescue", window, opts_.max_retries, limit);
   tx.commit();
   std::vector<rescued_job> out;
@@ -661,7 +589,7 @@ std::vector<rescued_job> job_store::rescue(int limit) {
                                             : rescue_reason::stale_heartbeat;
     r.dead_lettered = row["dead"].as<bool>();
     r.message = row["message"].as<std::string>();
-    r.job_json = row["row"].as<std::string>();
+    r.job_json = row["row"].as<std::string>(std::string{});
     out.push_back(std::move(r));
   }
   return out;
@@ -689,8 +617,8 @@ int64_t job_store::delete_expired(int batch) {
   pqxx::work tx(*conn_, "aw_cleanup");
   auto result = run(tx, "aw_cleanup", seconds, batch);
   int64_t deleted = result.affected_rows();
-  auto lanes = run(tx, "aw_cleanup_lanes", seconds, batch);
-  deleted += lanes.empty() ? 0 : lanes[0]["deleted"].as<int64_t>();
+  run(tx, "aw_close_batches", batch);
+  run(tx, "aw_cleanup_batches", seconds, batch);
   if (opts_.dead_letter_retention.count() > 0) {
     double dead_seconds = opts_.dead_letter_retention.count() / 1000.0;
     deleted += run(tx, "aw_cleanup_dead_letters", dead_seconds, batch)
@@ -800,93 +728,70 @@ queue_samples job_store::sample_queues() {
   return to_queue_samples(run(tx, "aw_queue_samples"));
 }
 
-std::vector<std::string> job_store::maintain_lane_partitions() {
+std::vector<std::string> job_store::maintain_ring() {
   connect();
   std::vector<std::string> done;
   const auto retention = opts_.completed_retention;
-  const auto every = std::clamp(
-    retention / defaults::lane_generations_per_retention,
+  const auto period = std::clamp(
+    retention / defaults::ring_periods_per_retention,
     std::chrono::duration_cast<std::chrono::milliseconds>(
-      defaults::lane_generation_min),
+      defaults::ring_period_min),
     std::chrono::duration_cast<std::chrono::milliseconds>(
-      defaults::lane_generation_max));
+      defaults::ring_period_max));
   const auto lock_timeout =
-    std::to_string(defaults::lane_partition_lock_timeout.count()) + "ms";
-  // A lock it cannot get in time (a long transaction holds the parent) is
+    std::to_string(defaults::ring_lock_timeout.count()) + "ms";
+  // A lock it cannot get in time (a long transaction holds the slot) is
   // left to the next round rather than queueing the hot path behind it.
   auto timed_out = [](const pqxx::sql_error& e) {
     return e.sqlstate() == "55P03" || e.sqlstate() == "57014";
   };
   try {
-    // Two steps, two transactions (migrations/021): the first adds a due
-    // generation's partition, pending; the second starts it once the
-    // attach has committed, so that no enqueue is routed to a partition
-    // its backend does not know yet.
-    for (int step = 0; step < 2; ++step) {
-      pqxx::work tx(*conn_, "aw_lane_rotate");
-      tx.exec_params("SELECT set_config('lock_timeout', $1, true)",
-                     lock_timeout);
-      auto r = run(tx, "aw_lane_rotate", every.count() / 1000.0);
-      tx.commit();
-      if (!r.empty() && !r[0]["gen"].is_null())
-        done.push_back("started lane partition job_rows_lane_"
-                       + r[0]["gen"].as<std::string>());
-    }
+    pqxx::work tx(*conn_, "aw_ring_period");
+    auto r = run(tx, "aw_ring_period",
+                 std::chrono::duration_cast<std::chrono::seconds>(period).count());
+    tx.commit();
+    if (!r.empty())
+      done.push_back("set the ring's period to "
+                     + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(period).count())
+                     + " s (was " + r[0]["old_seconds"].as<std::string>() + " s)");
   } catch (const pqxx::sql_error& e) {
     if (!timed_out(e))
       throw;
-    done.push_back("lane partition rotation waited past its lock timeout");
   }
-  struct chore {
-    int gen;
-    std::string name;
-    std::string action;
-  };
-  std::vector<chore> chores;
-  {
-    pqxx::nontransaction tx(*conn_, "aw_lane_partition_chores");
-    for (const auto& row : run(tx, "aw_lane_partition_chores",
-                               retention.count() / 1000.0))
-      chores.push_back({row["gen"].as<int>(), row["name"].as<std::string>(),
-                        row["action"].as<std::string>()});
-  }
-  // DETACH ... CONCURRENTLY cannot run in a transaction block. The names
-  // come from the function above (job_rows_lane_N), never from input.
-  if (chores.empty())
-    return done;
-  pqxx::nontransaction tx(*conn_, "aw_lane_partition");
-  tx.exec_params("SELECT set_config('lock_timeout', $1, false)", lock_timeout);
-  // The connection goes on to cleanups and vacuums: no timeout for those.
-  auto reset = [&] { tx.exec("SELECT set_config('lock_timeout', '0', false)"); };
-  for (auto& c : chores) {
-    const auto table = conn_->quote_name(c.name);
+  try {
+    pqxx::work tx(*conn_, "aw_recycle");
+    tx.exec_params("SELECT set_config('lock_timeout', $1, true)", lock_timeout);
+    auto r = run(tx, "aw_recycle", retention.count() / 1000.0);
+    tx.commit();
+    if (!r.empty() && !r[0]["done"].is_null())
+      done.push_back(r[0]["done"].as<std::string>());
+  } catch (const pqxx::sql_error& e) {
+    if (!timed_out(e))
+      throw;
+    // Say who holds it, so an operator can find a forgotten transaction.
+    std::string holders;
     try {
-      if (c.action == "finalize")
-        tx.exec("ALTER TABLE job_rows DETACH PARTITION " + table
-                + " FINALIZE");
-      else if (c.action == "detach")
-        tx.exec("ALTER TABLE job_rows DETACH PARTITION " + table
-                + " CONCURRENTLY");
-      tx.exec("DROP TABLE " + table);
-      run(tx, "aw_lane_generation_gone", c.gen);
-      done.push_back("dropped lane partition " + c.name);
-    } catch (const pqxx::sql_error& e) {
-      reset();
-      if (!timed_out(e))
-        throw;
-      // An interrupted detach is finalized next round.
-      done.push_back("lane partition " + c.name
-                     + ": waited past its lock timeout");
-      return done;
+      pqxx::read_transaction tx(*conn_, "aw_ring_lock_holders");
+      for (const auto& row : run(tx, "aw_ring_lock_holders"))
+        holders += (holders.empty() ? "" : ", ") + std::string{"pid "}
+                   + row["pid"].as<std::string>() + " ("
+                   + row["application"].as<std::string>() + ", "
+                   + row["state"].as<std::string>() + ", transaction open "
+                   + row["open_seconds"].as<std::string>() + " s)";
+    } catch (const pqxx::sql_error&) {
+      // Only a diagnostic.
     }
+    done.push_back("emptying a ring slot waited past its lock timeout"
+                   + (holders.empty() ? std::string{}
+                                      : " behind " + holders)
+                   + ": next round");
   }
-  reset();
   return done;
 }
 
 std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {
   connect();
-  std::vector<std::string> due = maintain_lane_partitions();
+  std::vector<std::string> due = maintain_ring();
   std::vector<std::string> vacuumed;
   {
     pqxx::nontransaction tx(*conn_, "aw_dead_tuples");

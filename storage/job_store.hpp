@@ -4,18 +4,17 @@
 // one of these. Every method blocks; none may run on CAF's cooperative
 // scheduler.
 //
-// Jobs are claimed two ways (migrations/004_fast_lane.sql): plain due jobs
-// from a lane, in batches that write one row per batch and nothing per job;
-// everything else (retries, scheduled jobs, ordering keys, unique jobs) as
-// its own row, as before. Every write that finalizes a run is guarded by
-// the run's identity: its batch, or its row's attempt and owner.
+// docs/storage.md explains what the statements do: jobs inserted due are
+// claimed off their lane, a batch at a time, and completed by a receipt,
+// writing nothing to their rows; everything else is claimed as a row.
+// Every claim is a batch, and a job's lease (claimed_job::lease) is its
+// batch's id: every write that finalizes a run is guarded by it.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -46,7 +45,8 @@ struct queue_limit_settings {
 struct job_store_options {
   /// libpq connection string. Never logged.
   std::string url;
-  /// Written to `locked_by` (and claim_batches.worker) on claim; every
+  /// Written to job_batches.worker on claim (jobs_live shows it as
+  /// locked_by) and to worker_nodes.worker_id; every
   /// write checks it, so a worker never changes a run it no longer owns.
   std::string worker_id;
   /// Failed attempts before dead-lettering, for jobs without max_attempts.
@@ -69,9 +69,6 @@ struct job_store_options {
   /// The limits of the queues it serves, written into queue_controls at
   /// start (apply_queue_controls()).
   std::vector<queue_limit_settings> queue_limits;
-  /// How long a transaction may hold a lane's commit-order fence before the
-  /// jobs waiting behind it are claimed the row-per-state way instead.
-  std::chrono::milliseconds fence_wait{200};
   /// Prepare the statements once per connection (named prepared
   /// statements). Off behind a pooler in transaction mode, which may hand
   /// each transaction a different server session.
@@ -95,42 +92,37 @@ public:
 
   /// Claims up to `limit` due jobs of `queue` whose args and metadata take
   /// at most `max_bytes` (but at least one job), in claim order: priority,
-  /// then run_at and id (row-per-state jobs) or enqueue order (lanes). A
-  /// job without a deadline of its own gets `default_deadline_ms` (0 =
-  /// none). One statement, one round trip.
+  /// then the order they came due (off the lanes) or were enqueued (on a
+  /// lane). A job without a deadline of its own gets `default_deadline_ms`
+  /// (0 = none). One statement, one round trip.
   claim_result claim(const std::string& queue, int limit,
                      int64_t max_bytes = int64_t{1} << 40,
                      int64_t default_deadline_ms = 0);
 
-  /// True when finish_and_claim() can record `outcomes`: all are
-  /// completions of lane jobs nobody observes (no events, no follow-ups).
-  static bool fusable(const std::vector<job_outcome>& outcomes);
-
-  /// finish() and claim() in one statement: one round trip and one commit
-  /// for the hot loop. Only for fusable() outcomes. `in_doubt` as for
+  /// finish() and claim(): when every outcome is a completion of a lane
+  /// job nobody observes (the hot loop), one statement, one round trip and
+  /// one commit; otherwise finish(), then claim(). `in_doubt` as for
   /// finish().
   std::pair<std::vector<finish_report>, claim_result>
   finish_and_claim(const std::vector<job_outcome>& outcomes,
                    const std::string& queue, int limit, int64_t max_bytes,
                    int64_t default_deadline_ms, bool in_doubt = false);
 
-  /// Refreshes the leases of running row-per-state jobs and of open lane
-  /// batches (one statement each); reports those still ours.
-  heartbeat_report heartbeat(const std::vector<int64_t>& jobs,
-                             const std::vector<int64_t>& batches = {});
+  /// The leases of the jobs this worker holds (one per job): returns the
+  /// distinct leases still its own (a rescue took the others back).
+  std::vector<int64_t> heartbeat(const std::vector<int64_t>& leases);
 
-  /// Rescues up to `limit` jobs, of any worker, whose lease expired (lane
-  /// batches first become ordinary running rows), and waiting jobs whose
-  /// callback timed out: charged a failed attempt, rescheduled with backoff
-  /// or dead-lettered.
+  /// Rescues up to `limit` jobs of workers that stopped or went silent
+  /// for the reclaim window, and waiting jobs whose callback timed out:
+  /// charged a failed attempt, rescheduled with backoff or dead-lettered.
   std::vector<rescued_job> rescue(int limit);
 
   /// Applies many outcomes in one transaction, with their follow-ups.
   /// Lane completions are one statement per flush. Returns one report per
   /// outcome, in order. `in_doubt`: these outcomes were sent before and
   /// the connection broke before the answer, so that commit may have
-  /// happened; lane completions already recorded are not counted twice.
-  /// (Row-per-state outcomes need no care: each is guarded by its run.)
+  /// happened: a lane completion recorded twice counts once, and any other
+  /// outcome finds its lease no longer running and reports itself stale.
   std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes,
                                     bool in_doubt = false);
 
@@ -199,23 +191,18 @@ public:
   /// job (storage/sql/queue_samples.sql), sorted by queue.
   queue_samples sample_queues();
 
-  /// The queue tables' housekeeping after a cleanup round: the lane
-  /// partitions (maintain_lane_partitions), then a vacuum of each lane
-  /// table (claim_batches, batch_completions, claim_cursors) whose dead
+  /// The queue tables' housekeeping after a cleanup round: the ring
+  /// (maintain_ring), then a vacuum of each small queue table whose dead
   /// tuples passed `min_dead` and `share` of its live rows. Returns what it
-  /// did, one line each ("vacuumed claim_batches", "dropped lane partition
-  /// job_rows_lane_3").
+  /// did, one line each ("vacuumed jobs_kept", "emptied ring slot 3 ...").
   std::vector<std::string> vacuum(int64_t min_dead, double share);
 
-  /// Lane partitions (migrations/019_lane_partitions.sql): starts the next
-  /// generation when the current one is due (see
-  /// defaults::lane_generations_per_retention; added and started in two
-  /// transactions, migrations/021), finishes a detach that was
-  /// interrupted, and detaches and drops the partition whose jobs all
-  /// finished longer ago than the retention. A lock it cannot get within
-  /// defaults::lane_partition_lock_timeout waits for the next round.
-  /// Returns what it did.
-  std::vector<std::string> maintain_lane_partitions();
+  /// The ring (docs/storage.md): sets its period from completed_retention
+  /// (defaults::ring_period_share of it, within defaults::ring_period_min
+  /// and _max) and empties the slot that came due. A lock it cannot get
+  /// within defaults::ring_lock_timeout waits for the next round. Returns
+  /// what it did.
+  std::vector<std::string> maintain_ring();
 
   /// The connection, for the schema check. Connects first.
   pqxx::connection_base& connection();
@@ -230,10 +217,9 @@ private:
   pqxx::result run(pqxx::transaction_base& tx, const char* name,
                    Args&&... args);
 
-  /// The jobs of claim rows, reading those of each lane batch claimed.
-  claim_result read_batches(pqxx::result rows, const std::string& queue,
-                            int64_t default_deadline_ms,
-                            std::unordered_set<int64_t>* owned);
+  /// finish()'s work, in `tx` (not committed).
+  std::vector<finish_report> finish_in(pqxx::transaction_base& tx,
+                                       const std::vector<job_outcome>& outcomes);
 
   job_store_options opts_;
   /// Text array literal of the observed kinds ("{}" for none).

@@ -1,7 +1,9 @@
 #pragma once
-// The schema migrations runner. Migrations are the files migrations/NNN_*.sql,
-// compiled into the binary (see cmake/EmbedMigrations.cmake) and recorded in
-// the table actor_worker_migrations.
+// The schema migrations runner. Migrations are the files migrations/NNN_*.sql
+// (DDL only), recorded in the table actor_worker_migrations; every SQL
+// function is a file storage/sql/functions/NAME.sql, installed by each
+// migrate run. Both are compiled into the binary
+// (cmake/EmbedMigrations.cmake).
 
 #include <stdexcept>
 #include <string>
@@ -19,6 +21,16 @@ struct migration {
 /// All migrations this binary carries, in version order.
 const std::vector<migration>& embedded_migrations();
 
+/// One SQL function file: `name` is the function it defines (CREATE OR
+/// REPLACE FUNCTION name ...).
+struct sql_function {
+  std::string name;
+  std::string sql;
+};
+
+/// Every SQL function this binary carries, by name.
+const std::vector<sql_function>& embedded_functions();
+
 /// The highest version this binary knows.
 int latest_migration_version();
 
@@ -29,14 +41,18 @@ struct migrate_report {
   std::vector<std::string> applied;
 };
 
-/// A schema the binary cannot work with (newer than it knows).
+/// A schema the binary cannot work with: newer than it knows, or the
+/// schema of actor-worker before 0.1, which it does not upgrade.
 struct schema_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Applies every missing migration in one transaction under an advisory
-/// lock, so concurrent runs converge and a re-run is a no-op. Throws
-/// schema_error when the database is newer than this binary.
+/// In one transaction under an advisory lock (concurrent runs converge, a
+/// re-run changes nothing): installs every SQL function (CREATE OR
+/// REPLACE), then applies every missing migration. Throws schema_error
+/// when the database is newer than this binary, or holds the schema of
+/// actor-worker before 0.1 (migrations 001_initial to 022_pack_retention),
+/// which it does not upgrade: the message says what to do.
 migrate_report migrate(const std::string& url);
 
 /// The version recorded in the database, 0 when never migrated.

@@ -29,10 +29,6 @@ public:
     });
   }
 
-  bool fusable(const std::vector<job_outcome>& outcomes) const override {
-    return job_store::fusable(outcomes);
-  }
-
   caf::expected<std::pair<std::vector<finish_report>, claim_result>>
   finish_and_claim(const std::vector<job_outcome>& outcomes,
                    const claim_request& req, bool in_doubt) override {
@@ -49,11 +45,10 @@ public:
                    [&] { return store_.finish(outcomes, in_doubt); });
   }
 
-  caf::expected<heartbeat_report>
-  heartbeat(const std::vector<int64_t>& jobs,
-            const std::vector<int64_t>& batches) override {
-    return guarded("refreshing leases",
-                   [&] { return store_.heartbeat(jobs, batches); });
+  caf::expected<std::vector<int64_t>>
+  heartbeat(const std::vector<int64_t>& leases) override {
+    return guarded("reading which leases are still ours",
+                   [&] { return store_.heartbeat(leases); });
   }
 
   caf::expected<std::vector<int64_t>>

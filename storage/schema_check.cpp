@@ -4,31 +4,33 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/storage/migrations.hpp"
 #include "sql_statements.hpp"
 
 namespace aw::storage {
 
 const std::vector<required_table>& required_schema() {
   static const std::vector<required_table> tables = {
-    {"job_rows",
-     {"id", "kind", "queue", "args", "state", "priority", "run_at",
-      "created_at", "attempt", "error_count", "max_attempts",
-      "last_error_message", "last_failed_at", "locked_by", "locked_at",
-      "finalized_at", "metadata", "tags", "deadline_ms", "deadline_at",
-      "callback_id", "callback_timeout_at", "callback_result", "ordering_key",
-      "unique_key", "unique_states", "ready_xid", "args_bytes", "lane_gen"}},
-    {"lane_generations", {"gen", "started_at", "added_xid"}},
-    {"claim_cursors", {"queue", "priority", "last_xid", "last_id"}},
-    {"claim_batches",
-     {"id", "queue", "priority", "lo_xid", "lo_id", "hi_xid", "hi_id",
-      "worker", "size", "remaining", "bytes", "heartbeat_at", "closed_at"}},
-    {"batch_completions", {"batch_id", "finalized_at", "ids"}},
     {"jobs",
      {"id", "kind", "queue", "args", "state", "priority", "run_at",
       "created_at", "attempt", "error_count", "max_attempts",
+      "last_error_message", "last_failed_at", "finalized_at", "metadata",
+      "tags", "deadline_ms", "callback_id", "callback_timeout_at",
+      "callback_result", "ordering_key", "unique_key", "unique_states",
+      "ready_xid", "batch_id", "slot"}},
+    {"jobs_live",
+     {"id", "kind", "queue", "args", "state", "priority", "run_at",
+      "created_at", "attempt", "error_count", "max_attempts",
       "last_error_message", "last_failed_at", "locked_by", "locked_at",
-      "finalized_at", "metadata", "tags", "deadline_ms", "deadline_at", "callback_id", "callback_timeout_at",
-      "callback_result", "ordering_key", "unique_key", "unique_states"}},
+      "finalized_at", "metadata", "tags", "deadline_ms", "callback_id",
+      "callback_timeout_at", "callback_result", "ordering_key", "unique_key",
+      "unique_states"}},
+    {"job_batches",
+     {"id", "slot", "queue", "priority", "worker", "claimed_at", "on_lane",
+      "tick_lo", "tick_hi", "first_xid", "first_id", "to_xid", "to_id",
+      "size", "finished_at", "rescued_at"}},
+    {"batch_receipts", {"batch_id", "slot", "done", "ids", "at"}},
+    {"job_ring", {"singleton", "period", "recycled_at"}},
     {"dead_letter_jobs",
      {"id", "original_job_id", "kind", "queue", "args", "priority", "attempt",
       "max_attempts", "error_count", "last_error_message", "created_at",
@@ -36,7 +38,8 @@ const std::vector<required_table>& required_schema() {
     {"job_cancel_requests", {"job_id", "requested_at"}},
     {"worker_nodes",
      {"worker_id", "node", "host", "pid", "version", "started_at",
-      "last_seen_at", "queues", "running", "leader"}},
+      "last_seen_at", "queues", "running", "left_at", "rescued_at",
+      "leader"}},
     {"periodic_schedules",
      {"name", "spec", "last_tick", "last_job_id", "enqueued_at"}},
     {"cluster_leader",
@@ -49,32 +52,18 @@ const std::vector<required_table>& required_schema() {
      {"queue", "paused", "paused_at", "global_concurrency", "rate_limit",
       "rate_period", "updated_at"}},
     {"queue_starts", {"queue", "started_at", "jobs"}},
-    // Packs (migrations/020).
-    {"job_packs",
-     {"first_id", "queue", "priority", "ready_xid", "n", "kinds", "args",
-      "created_at", "unpacked"}},
   };
   return tables;
 }
 
 const std::vector<required_function>& required_functions() {
-  static const std::vector<required_function> functions = {
-    {"actor_worker_claim", 8},          {"actor_worker_finish_lane", 6},
-    {"actor_worker_release_lane", 4},   {"actor_worker_expire_batches", 2},
-    {"actor_worker_cleanup_lanes", 2}, {"actor_worker_finish_and_claim", 12},
-    {"actor_worker_batch_jobs", 3},     {"actor_worker_row_json", 1},
-    {"actor_worker_retry_backoff", 1},  {"actor_worker_dead_letter", 2},
-    // Announces pauses (migrations/016); the CLI no longer sends its own.
-    {"actor_worker_queue_controls_notify", 0},
-    // Lane partitions (migrations/019).
-    {"actor_worker_rotate_lanes", 1},
-    {"actor_worker_lane_partition_chores", 1},
-    // Packs (migrations/020).
-    {"actor_worker_unpack", 1},
-    {"actor_worker_packed_jobs", 1},
-    {"actor_worker_pack_ids", 1}};
-  // Not asked for: actor_worker_claim_unlimited (008's claim as 013 renamed
-  // it), called by nothing since 016's claim reads the controls itself.
+  // Every function file of storage/sql/functions/ names its function.
+  static const std::vector<required_function> functions = [] {
+    std::vector<required_function> out;
+    for (const auto& f : embedded_functions())
+      out.push_back({f.name.c_str(), -1});
+    return out;
+  }();
   return functions;
 }
 
@@ -91,6 +80,14 @@ std::string tables_literal() {
 
 std::vector<std::string> missing_schema(pqxx::connection_base& conn) {
   pqxx::read_transaction tx(conn, "aw_schema_check");
+  // The schema before 0.1 (a `jobs` view over job_rows): one line that
+  // says so, rather than every table it lacks.
+  if (tx.exec1("SELECT to_regclass('job_rows') IS NOT NULL "
+               "AND to_regclass('job_batches') IS NULL")[0]
+        .as<bool>())
+    return {"this database holds the schema of actor-worker before 0.1, "
+            "which 0.1 does not upgrade (`actor-worker migrate` says what "
+            "to do)"};
   auto rows = tx.exec_params(sql::schema_columns, tables_literal());
   std::set<std::pair<std::string, std::string>> present;
   std::set<std::string> tables;

@@ -96,9 +96,6 @@ struct enqueue_options {
   std::string ordering_key;
   /// Bulk: a file (or `-` for stdin) of JSON lines, one job each.
   std::string jsonl;
-  /// With --jsonl: store the plain jobs (kind, args, queue, priority) as
-  /// packs (aw::bulk_layout::packed, migrations/020_job_packs.sql).
-  bool packed = false;
 };
 
 /// `enqueue`: one job; prints its id alone on stdout. With --jsonl: every

@@ -341,8 +341,7 @@ int enqueue_jsonl(const runtime_config& cfg, const enqueue_options& o) {
     auto end = std::min(jobs.size(), i + batch);
     chunk.assign(std::make_move_iterator(jobs.begin() + static_cast<long>(i)),
                  std::make_move_iterator(jobs.begin() + static_cast<long>(end)));
-    aw::enqueue_many(tx, chunk,
-                     o.packed ? aw::bulk_layout::packed : aw::bulk_layout::rows);
+    aw::enqueue_many(tx, chunk);
     if (progress)
       draw_progress(end, jobs.size());
   }
@@ -359,8 +358,6 @@ int enqueue_jsonl(const runtime_config& cfg, const enqueue_options& o) {
 int enqueue_job(const runtime_config& cfg, const enqueue_options& o) {
   if (!o.jsonl.empty())
     return enqueue_jsonl(cfg, o);
-  if (o.packed)
-    throw usage_error("--packed goes with --jsonl (packs hold many jobs)");
   if (o.kind.empty())
     throw usage_error("enqueue: KIND is required (or --jsonl FILE)");
   std::string args_text = o.args;

@@ -31,6 +31,9 @@
 #   REPS (1)             repetitions of every configuration (interleaved)
 #   CONFIGS ("nobatch:1,nobatch:2,batch:1,batch:2")  <mode>:<processes>, comma-separated
 #   CONCURRENCY (24)     concurrentJobs per worker process
+#   HOLD (0)             1: a session holds a transaction id open in another database of the server
+#                        from before the backlog is inserted to the end of the drain; same: in the
+#                        run's own database (an idle-in-transaction client, a long report)
 #   PORT (5499)          port of the throwaway cluster (or of the external server)
 #   BENCH_EXTERNAL_PG    set to 1 to use an already running server (see above)
 #   PGBIN                PostgreSQL binaries (default: pg_config --bindir, else the newest
@@ -141,6 +144,17 @@ async function oneRun(mode, procs, rep) {
   const { runMigrations } = await import("graphile-worker");
   await runMigrations({ connectionString: url(db), logger: await makeLogger() });
 
+  // HOLD=1 (another database of the server) or HOLD=same (the run's own
+  // database): a session holds a transaction (with an xid) open from
+  // before the backlog is inserted to the end of the drain, as an
+  // idle-in-transaction client, a long report or a stuck batch job does.
+  let holder = null;
+  if (process.env.HOLD === "1" || process.env.HOLD === "same") {
+    holder = new pg.Client({ connectionString: url(process.env.HOLD === "same" ? db : "postgres") });
+    await holder.connect();
+    await holder.query("begin");
+    await holder.query("select txid_current()");
+  }
   const c = new pg.Client({ connectionString: url(db) });
   await c.connect();
   const specs = JSON.stringify(Array.from({ length: N }, (_, i) => ({ identifier: "noop", payload: { id: i } })));
@@ -188,6 +202,10 @@ async function oneRun(mode, procs, rep) {
   const executed = reps.reduce((a, r) => a + r.executed, 0);
   const workerCpuS = reps.reduce((a, r) => a + r.cpuMs, 0) / 1000;
   await Promise.all(exits);
+  if (holder) {
+    await holder.query("rollback");
+    await holder.end();
+  }
   await c.end(); // our backend exits and flushes its stats; so do the workers' ones
   await sleep(500);
   const c2 = new pg.Client({ connectionString: url(db) });
@@ -201,7 +219,7 @@ async function oneRun(mode, procs, rep) {
   await admin.end();
   const jps = N / sec;
   console.log(
-    `# graphile-worker mode=${mode} procs=${procs} concurrency=${CONC}/proc run=${rep}: enqueue ${N} in ${(enqMs / 1000).toFixed(3)}s ` +
+    `# graphile-worker mode=${mode} procs=${procs} concurrency=${CONC}/proc run=${rep} hold=${process.env.HOLD || "0"}: enqueue ${N} in ${(enqMs / 1000).toFixed(3)}s ` +
       `(${Math.round(N / (enqMs / 1000))} jobs/s); workers up after ${startupMs.toFixed(0)}ms; drained in ${sec.toFixed(3)}s (${polls} polls, ${executed} tasks executed)`,
   );
   console.log(

@@ -30,6 +30,9 @@
 #   REPS (1)             repetitions of every configuration (interleaved)
 #   CONFIGS ("b100x4:1,b100x4:2,b500x2:1,b500x2:2")  b<batchSize>x<localConcurrency>:<processes>
 #   CONCURRENCY          not used by pg-boss (its concurrency is the x<localConcurrency> of a config)
+#   HOLD (0)             1: a session holds a transaction id open in another database of the server
+#                        from before the backlog is inserted to the end of the drain; same: in the
+#                        run's own database
 #   PORT (5499)          port of the throwaway cluster (or of the external server)
 #   BENCH_EXTERNAL_PG    set to 1 to use an already running server (see above)
 #   PGBIN                PostgreSQL binaries (default: pg_config --bindir, else the newest
@@ -132,6 +135,16 @@ async function oneRun(cfg, procs, rep) {
   await admin.query(`drop database if exists ${db}`);
   await admin.query(`create database ${db}`);
 
+  // HOLD=1 (another database of the server) or HOLD=same (the run's own
+  // database): a session holds a transaction (with an xid) open from
+  // before the backlog is inserted to the end of the drain.
+  let holder = null;
+  if (process.env.HOLD === "1" || process.env.HOLD === "same") {
+    holder = new pg.Client({ connectionString: url(process.env.HOLD === "same" ? db : "postgres") });
+    await holder.connect();
+    await holder.query("begin");
+    await holder.query("select txid_current()");
+  }
   const { PgBoss } = await import("pg-boss");
   const boss = new PgBoss({ connectionString: url(db), max: 2 });
   boss.on("error", (e) => console.error(`[pg-boss driver] error: ${e.message}`));
@@ -183,6 +196,10 @@ async function oneRun(cfg, procs, rep) {
   const executed = reps.reduce((a, r) => a + r.executed, 0);
   const workerCpuS = reps.reduce((a, r) => a + r.cpuMs, 0) / 1000;
   await Promise.all(exits);
+  if (holder) {
+    await holder.query("rollback");
+    await holder.end();
+  }
   await c.end(); // our backend exits and flushes its stats; so do the workers' ones
   await sleep(500);
   const c2 = new pg.Client({ connectionString: url(db) });
@@ -197,7 +214,7 @@ async function oneRun(cfg, procs, rep) {
   await admin.end();
   const jps = N / sec;
   console.log(
-    `# pg-boss ${cfg} procs=${procs} run=${rep}: enqueue ${N} in ${(enqMs / 1000).toFixed(3)}s (${Math.round(N / (enqMs / 1000))} jobs/s); ` +
+    `# pg-boss ${cfg} procs=${procs} run=${rep} hold=${process.env.HOLD || "0"}: enqueue ${N} in ${(enqMs / 1000).toFixed(3)}s (${Math.round(N / (enqMs / 1000))} jobs/s); ` +
       `workers up after ${startupMs.toFixed(0)}ms; drained in ${sec.toFixed(3)}s (${polls} polls, ${executed} handler executions)`,
   );
   console.log(

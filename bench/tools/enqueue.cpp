@@ -1,36 +1,25 @@
-// aw-bench-enqueue: bulk enqueue throughput of aw::enqueue_many from one
-// client: batches of --batch jobs, one transaction each, until --jobs
-// were enqueued. Each job has small args ({"n": i}), like the drain's.
+// aw-bench-enqueue: bulk enqueue throughput from one client: batches of
+// --batch jobs, one transaction each, until --jobs were enqueued. Each job
+// has small args ({"n": i}), like the drain's.
 //
 //   aw-bench-enqueue --url postgresql://... [--jobs 1000000] [--batch 1000]
-//                    [--layout rows|packed] [--table NAME]
+//                    [--way api|copy|insert]
 //
-// --layout packed: enqueue_many with aw::bulk_layout::packed (one pack per
-// batch) instead of a row per job.
+//   api     aw::enqueue_many (ids returned; COPY from copy_threshold plain
+//           jobs on, one INSERT of column arrays below it)
+//   copy    COPY jobs (kind, args) FROM STDIN through pqxx::stream_to, as
+//           any client library bulk-loads (no ids returned)
+//   insert  one INSERT INTO jobs (kind, args) SELECT ... FROM unnest(...)
+//           per batch, RETURNING id
 //
-// With --table, the same batches go into table NAME instead, as the
-// statement enqueue_many's bulk path sends them (four arrays unnested into
-// kind, queue, args, priority, ready_xid; RETURNING id), without the rest
-// of enqueue_many: what a row of that table costs, for tables shaped
-// differently from job_rows (bench/latency.sh).
-//
-// With --packs NAME, each batch goes into table NAME as one row (a "pack":
-// queue, priority, ready_xid, the jobs' ids, and their kinds and args as
-// two arrays), the layout bench/results/2026-12-02-packed-enqueue.md
-// measures. --ids says where the ids come from: "block" (one nextval of
-// NAME_blocks, a sequence that hands out blocks of 1024 ids: the pack
-// stores its first id) or "per_job" (one nextval of NAME_ids per job, the
-// pack stores them as an array).
-//
-// Prints `RESULT enqueue_many jobs=.. batch=.. seconds=.. jobs_per_sec=..`,
-// or `RESULT enqueue_arrays/NAME ...` with --table, or
-// `RESULT enqueue_packed/NAME/IDS ...` with --packs.
+// Prints `RESULT enqueue/WAY jobs=.. batch=.. seconds=.. jobs_per_sec=..`.
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <pqxx/pqxx>
@@ -42,8 +31,7 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "aw-bench-enqueue: " << why
             << "\nusage: aw-bench-enqueue --url URL [--jobs N] [--batch N] "
-               "[--layout rows|packed] [--table NAME | --packs NAME "
-               "[--ids block|per_job]]\n";
+               "[--way api|copy|insert]\n";
   std::exit(2);
 }
 
@@ -51,10 +39,7 @@ namespace {
 
 int main(int argc, char** argv) {
   std::string url;
-  std::string table;
-  std::string packs;
-  std::string ids = "block";
-  auto layout = aw::bulk_layout::rows;
+  std::string way = "api";
   long jobs = 1'000'000;
   long batch = 1000;
   for (int i = 1; i < argc; ++i) {
@@ -67,18 +52,10 @@ int main(int argc, char** argv) {
     bool numeric = !value.empty() && *end == '\0' && n > 0;
     if (flag == "--url")
       url = value;
-    else if (flag == "--table" && !value.empty())
-      table = value;
-    else if (flag == "--packs" && !value.empty())
-      packs = value;
-    else if (flag == "--ids" && (value == "block" || value == "per_job"))
-      ids = value;
-    else if (flag == "--layout" && (value == "rows" || value == "packed"))
-      layout = value == "rows" ? aw::bulk_layout::rows : aw::bulk_layout::packed;
-    else if (flag == "--layout")
-      usage("--layout takes rows or packed, not '" + value + "'");
-    else if (flag == "--ids")
-      usage("--ids takes block or per_job, not '" + value + "'");
+    else if (flag == "--way" && (value == "api" || value == "copy" || value == "insert"))
+      way = value;
+    else if (flag == "--way")
+      usage("--way takes api, copy or insert, not '" + value + "'");
     else if (flag == "--jobs" && numeric)
       jobs = n;
     else if (flag == "--batch" && numeric)
@@ -90,47 +67,29 @@ int main(int argc, char** argv) {
   }
   if (url.empty())
     usage("--url is required");
-  if (!table.empty() && !packs.empty())
-    usage("--table and --packs exclude each other");
-  if (batch > 1024 && !packs.empty())
-    usage("--packs takes batches of at most 1024 jobs (one id block)");
   try {
     pqxx::connection conn{url};
     std::vector<aw::enqueue_request> requests(static_cast<size_t>(batch));
     for (auto& r : requests)
       r.kind = "noop";
-    // --table: enqueue_plain.sql's statement, into another table.
-    std::string statement;
-    if (!table.empty())
-      statement = "INSERT INTO " + conn.quote_name(table)
-                  + " (kind, queue, args, priority, ready_xid)"
-                    " SELECT u.kind, u.queue, u.args, u.priority,"
-                    " pg_current_xact_id()"
-                    " FROM unnest($1::text[], $2::text[], $3::jsonb[],"
-                    " $4::integer[]) AS u(kind, queue, args, priority)"
-                    " RETURNING id";
-    // --packs: the batch as one row.
-    if (!packs.empty()) {
-      auto name = conn.quote_name(packs);
-      auto ids_of_batch =
-        ids == "block"
-          ? "nextval(" + conn.quote(packs + "_blocks") + "), NULL::bigint[]"
-          : "NULL::bigint, ARRAY(SELECT nextval(" + conn.quote(packs + "_ids")
-              + ") FROM generate_series(1, $4))";
-      statement = "INSERT INTO " + name
-                  + " (queue, priority, ready_xid, first_id, ids, n, kinds, args)"
-                    " SELECT $1, $2, pg_current_xact_id(), "
-                  + ids_of_batch
-                  + ", $4, $3::text[], $5::jsonb[]"
-                    " RETURNING coalesce(first_id, ids[1]) AS id, n";
-    }
     auto t0 = std::chrono::steady_clock::now();
     long done = 0;
     while (done < jobs) {
       auto n = std::min(batch, jobs - done);
-      size_t returned = 0;
       pqxx::work tx{conn};
-      if (!packs.empty()) {
+      if (way == "api") {
+        requests.resize(static_cast<size_t>(n));
+        for (long k = 0; k < n; ++k)
+          requests[static_cast<size_t>(k)].args = nlohmann::json{{"n", done + k}};
+        if (aw::enqueue_many(tx, requests).size() != static_cast<size_t>(n))
+          throw std::runtime_error("enqueue_many returned too few ids");
+      } else if (way == "copy") {
+        pqxx::stream_to copy(tx, "jobs", std::vector<std::string>{"kind", "args"});
+        for (long k = 0; k < n; ++k)
+          copy << std::make_tuple(std::string{"noop"},
+                                  "{\"n\": " + std::to_string(done + k) + "}");
+        copy.complete();
+      } else {
         std::string kinds = "{", args = "{";
         for (long k = 0; k < n; ++k) {
           const char* sep = k > 0 ? "," : "";
@@ -140,47 +99,22 @@ int main(int argc, char** argv) {
         }
         kinds += '}';
         args += '}';
-        auto row = tx.exec_params1(statement, "default", 0, kinds,
-                                   static_cast<int>(n), args);
-        returned = static_cast<size_t>(row["n"].as<long>());
-      } else if (statement.empty()) {
-        requests.resize(static_cast<size_t>(n));
-        for (long k = 0; k < n; ++k)
-          requests[static_cast<size_t>(k)].args = nlohmann::json{{"n", done + k}};
-        returned = aw::enqueue_many(tx, requests, layout).size();
-      } else {
-        std::string kinds = "{", queues = "{", args = "{", priorities = "{";
-        for (long k = 0; k < n; ++k) {
-          const char* sep = k > 0 ? "," : "";
-          kinds += std::string{sep} + "\"noop\"";
-          queues += std::string{sep} + "\"default\"";
-          args += std::string{sep} + "\"{\\\"n\\\": " + std::to_string(done + k)
-                  + "}\"";
-          priorities += std::string{sep} + "0";
-        }
-        kinds += '}';
-        queues += '}';
-        args += '}';
-        priorities += '}';
-        returned = tx.exec_params(statement, kinds, queues, args, priorities).size();
+        auto r = tx.exec_params("INSERT INTO jobs (kind, args) SELECT u.kind, u.args "
+                                "FROM unnest($1::text[], $2::jsonb[]) AS u(kind, args) "
+                                "RETURNING id",
+                                kinds, args);
+        if (r.size() != static_cast<size_t>(n))
+          throw std::runtime_error("the INSERT returned too few ids");
       }
       tx.commit();
-      if (returned != static_cast<size_t>(n)) {
-        std::cerr << "aw-bench-enqueue: a batch of " << n << " returned "
-                  << returned << " ids\n";
-        return 1;
-      }
       done += n;
     }
     double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - t0)
                        .count();
-    std::printf("RESULT %s jobs=%ld batch=%ld seconds=%.3f jobs_per_sec=%.0f\n",
-                !packs.empty() ? ("enqueue_packed/" + packs + "/" + ids).c_str()
-                : table.empty() ? (layout == aw::bulk_layout::packed
-                                     ? "enqueue_many/packed" : "enqueue_many")
-                                : ("enqueue_arrays/" + table).c_str(),
-                done, batch, seconds, static_cast<double>(done) / seconds);
+    std::printf("RESULT enqueue/%s jobs=%ld batch=%ld seconds=%.3f jobs_per_sec=%.0f\n",
+                way.c_str(), done, batch, seconds,
+                static_cast<double>(done) / seconds);
   } catch (const std::exception& e) {
     std::cerr << "aw-bench-enqueue: " << e.what() << "\n";
     return 1;

@@ -1,10 +1,6 @@
--- Where job $1 is: its state (as the `jobs` view shows it, or `packed_jobs`
--- for a job still in its pack), who holds it, its lane (queue, priority)
--- and whether its row is on that lane (a packed job always is).
-SELECT j.state, j.locked_by, j.queue, j.priority,
-       (SELECT r.ready_xid IS NOT NULL FROM job_rows AS r WHERE r.id = j.id)
+-- Where job $1 is: its state and holder (as jobs_live shows them), its
+-- lane (queue, priority), and whether its row is on that lane.
+SELECT v.state, v.locked_by, v.queue, v.priority,
+       (SELECT r.ready_xid <> '0' FROM jobs AS r WHERE r.id = v.id LIMIT 1)
          AS on_lane
-  FROM jobs AS j WHERE j.id = $1
-UNION ALL
-SELECT j.state, j.locked_by, j.queue, j.priority, true
-  FROM actor_worker_packed_jobs(ARRAY[$1::bigint]) AS j
+  FROM jobs_live AS v WHERE v.id = $1

@@ -1,7 +1,10 @@
--- A waiting job is a row-per-state row (never on a lane): these update it
--- directly; its JSON leaves out the internal lane key, as the view does.
-UPDATE job_rows AS j
+-- Callback $1 completes its waiting job with payload $2. A waiting job is
+-- always off the lanes: its row is its state.
+UPDATE jobs AS j
    SET state = 'completed', finalized_at = now(), callback_result = $2::jsonb,
        callback_timeout_at = NULL
- WHERE callback_id = $1::uuid AND state = 'waiting_external'
-RETURNING actor_worker_row_json(j)::text AS row_json
+ WHERE j.callback_id = $1::uuid AND j.state = 'waiting_external'
+RETURNING actor_worker_job_json(j.id, jsonb_build_object(
+            'state', 'completed', 'finalized_at', j.finalized_at,
+            'callback_result', j.callback_result,
+            'callback_timeout_at', NULL)) AS row_json

@@ -1,8 +1,6 @@
--- A callback fails its waiting job: it moves to the dead letter queue
--- (actor_worker_dead_letter, migrations/006_dead_letter.sql).
-WITH moved AS (
-  DELETE FROM job_rows AS j
-   WHERE callback_id = $1::uuid AND state = 'waiting_external'
-  RETURNING j
-)
-SELECT to_jsonb(actor_worker_dead_letter(m.j, $2))::text AS row_json FROM moved AS m
+-- Callback $1 fails its waiting job: it moves to the dead letter queue
+-- with $2 as its last error (actor_worker_dead_letter).
+SELECT actor_worker_dead_letter(j.id, $2) AS row_json
+  FROM (SELECT r.id FROM jobs AS r
+         WHERE r.callback_id = $1::uuid AND r.state = 'waiting_external'
+           FOR UPDATE) AS j

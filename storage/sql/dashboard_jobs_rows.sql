@@ -1,6 +1,6 @@
--- The dashboard's list rows of jobs $1 (an array of ids), as the `jobs`
--- view (or `packed_jobs`) shows them, newest first, as one JSON array: the columns a list
--- shows, the error cut to 300 characters, no args or metadata.
+-- The dashboard's list rows of jobs $1 (an array of ids), as jobs_live
+-- shows them, newest first, as one JSON array: the columns a list shows,
+-- the error cut to 300 characters, no args or metadata.
 SELECT coalesce(json_agg(json_build_object(
          'id', j.id, 'state', j.state, 'queue', j.queue, 'kind', j.kind,
          'priority', j.priority, 'attempt', j.attempt,
@@ -10,6 +10,4 @@ SELECT coalesce(json_agg(json_build_object(
          'last_error_message', left(j.last_error_message, 300),
          'tags', j.tags)
          ORDER BY j.id DESC), '[]')::text AS rows
-  FROM (SELECT * FROM jobs WHERE id = ANY ($1::bigint[])
-        UNION ALL
-        SELECT * FROM actor_worker_packed_jobs($1::bigint[])) AS j
+  FROM jobs_live AS j WHERE j.id = ANY ($1::bigint[])

@@ -1,13 +1,9 @@
--- The run's last allowed attempt failed, or it failed for good: the row
--- moves to the dead letter queue (actor_worker_dead_letter,
--- migrations/006_dead_letter.sql). A job with an ordering key unblocks
--- the next of its key: wake that queue's pollers.
-WITH moved AS (
-  DELETE FROM job_rows AS j
-   WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $5
-  RETURNING j
-)
-SELECT to_jsonb(actor_worker_dead_letter(m.j, $3))::text AS row_json,
-       CASE WHEN (m.j).ordering_key IS NOT NULL
-            THEN pg_notify($4, (m.j).queue) END AS woken
-  FROM moved AS m
+-- The run of job $1 (lease $2) failed for good, or on its last allowed
+-- attempt: the job moves to the dead letter queue with $3 as its last
+-- error (actor_worker_dead_letter). A job of an ordering key wakes its
+-- queue (channel $4): the next of its key may run.
+SELECT actor_worker_dead_letter(j.id, $3) AS row_json,
+       CASE WHEN j.ordering_key IS NOT NULL THEN pg_notify($4, j.queue) END AS woken
+  FROM (SELECT r.id, r.ordering_key, r.queue FROM jobs AS r
+         WHERE r.id = $1 AND r.batch_id = $2 AND r.state = 'running'
+           FOR UPDATE) AS j

@@ -1,22 +1,17 @@
 -- All rows travel as one JSON array parameter: one statement and one
--- round trip however many jobs, and no SQL is ever built from values. Jobs
--- due at once without an ordering key go on their queue's lane (a lane key,
--- ready_xid); the others take the row-per-state path (see
--- migrations/004_fast_lane.sql), as the `jobs` view's INSERT rule does.
--- lane_gen routes lane rows to the current lane partition (019): the newest
--- generation started before this transaction did (021). Rows off the lanes
--- go to job_rows_main whatever it says.
-INSERT INTO job_rows (kind, queue, args, state, priority, run_at,
-                      max_attempts, metadata, tags, deadline_ms, ordering_key,
-                      ready_xid, lane_gen)
+-- round trip however many jobs, and no SQL is ever built from values. A
+-- job due at once without an ordering key goes on its queue's lane
+-- (ready_xid: this transaction, the column's default); the others are put
+-- off the lanes at once (ready_xid 0), where they are claimed as rows
+-- when due.
+INSERT INTO jobs (kind, queue, args, state, priority, run_at, max_attempts,
+                  metadata, tags, deadline_ms, ordering_key, ready_xid)
 SELECT r.kind, r.queue, r.args,
        CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
        r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms,
        r.ordering_key,
-       CASE WHEN r.run_at = now() AND r.ordering_key IS NULL
-            THEN pg_current_xact_id() END,
-       (SELECT max(g.gen) FROM lane_generations AS g
-         WHERE g.started_at <= now())
+       CASE WHEN r.run_at <= now() AND r.ordering_key IS NULL
+            THEN pg_current_xact_id() ELSE '0' END
   FROM (SELECT e.doc->>'kind' AS kind,
                e.doc->>'queue' AS queue,
                e.doc->'args' AS args,

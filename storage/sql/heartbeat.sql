@@ -1,5 +1,4 @@
--- One statement for every running row-per-state job of this worker, one
--- for every open batch.
-UPDATE job_rows SET locked_at = now()
- WHERE id = ANY($1::bigint[]) AND state = 'running' AND locked_by = $2
-RETURNING id
+-- Which of the leases $1 worker $2 holds are still its own: a rescue took
+-- the others back.
+SELECT b.id FROM job_batches AS b
+ WHERE b.id = ANY ($1::bigint[]) AND b.worker = $2 AND b.rescued_at IS NULL

@@ -23,5 +23,8 @@ INSERT INTO worker_nodes AS n
 VALUES ($1, $2, $3, $4, $5, $6::text[], $7, EXISTS (SELECT FROM lease))
 ON CONFLICT (worker_id) DO UPDATE
    SET last_seen_at = now(), running = excluded.running,
-       leader = excluded.leader
+       leader = excluded.leader,
+       -- Back after the rescue took its batches: rescued again if it goes
+       -- silent again.
+       rescued_at = NULL
 RETURNING leader

@@ -12,4 +12,5 @@ SELECT coalesce(json_agg(n ORDER BY n.node, n.started_at, n.worker_id),
                           AND l.expires_at >= now()) AS leader,
                w.last_seen_at >= now() - make_interval(secs => $1::double precision)
                  AS alive
-          FROM worker_nodes AS w) AS n
+          FROM worker_nodes AS w
+         WHERE w.left_at IS NULL) AS n

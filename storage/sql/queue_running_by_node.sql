@@ -1,13 +1,18 @@
--- The jobs each worker holds (claimed, buffered or running) per queue: the
--- open lane batches' remaining jobs and the running row-per-state jobs, by
--- the node of the worker (its worker_nodes row; the worker id when it has
--- none).
+-- The jobs each worker holds (claimed, buffered or running) per queue:
+-- the unfinished jobs of its open lane batches (their size less their
+-- receipts) and its running rows, by the node of the worker (its
+-- worker_nodes row; the worker id when it has none).
 WITH held (queue, worker, jobs) AS (
-  SELECT queue, worker, sum(remaining)::bigint FROM claim_batches
-   WHERE closed_at IS NULL GROUP BY queue, worker
+  SELECT b.queue, b.worker, sum(b.size - coalesce(
+           (SELECT sum(cardinality(r.ids)) FROM batch_receipts AS r
+             WHERE r.batch_id = b.id), 0))::bigint
+    FROM job_batches AS b
+   WHERE b.on_lane AND b.finished_at IS NULL AND b.rescued_at IS NULL
+   GROUP BY b.queue, b.worker
   UNION ALL
-  SELECT queue, locked_by, count(*) FROM job_rows
-   WHERE state = 'running' GROUP BY queue, locked_by
+  SELECT j.queue, b.worker, count(*) FROM jobs AS j
+    JOIN job_batches AS b ON b.id = j.batch_id
+   WHERE j.state = 'running' GROUP BY j.queue, b.worker
 )
 SELECT h.queue, coalesce(n.node, h.worker) AS node,
        sum(h.jobs)::bigint AS running

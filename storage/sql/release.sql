@@ -1,15 +1,4 @@
--- Row-per-state jobs back to available; jobs that never started give
--- their attempt back ($4 false).
-WITH released AS (
-  UPDATE job_rows
-     SET state = 'available', locked_by = NULL, locked_at = NULL,
-         deadline_at = NULL,
-         attempt = attempt - CASE WHEN $4 THEN 0 ELSE 1 END
-   WHERE id = ANY($1::bigint[]) AND (state = 'running') IS TRUE
-     AND locked_by = $2
-  RETURNING queue
-), woken AS (
-  SELECT pg_notify($3, q.queue) FROM (SELECT DISTINCT queue FROM released) AS q
-)
-SELECT (SELECT count(*) FROM released) AS released,
-       (SELECT count(*) FROM woken) AS woken
+-- Jobs ($3 ids, $2 their leases) that worker $1 gives back unfinished, due
+-- at once; $4: their handlers started (the attempt stays counted).
+-- storage/sql/functions/actor_worker_release.sql.
+SELECT actor_worker_release($1, $2::bigint[], $3::bigint[], $4) AS released

@@ -1,5 +1,7 @@
-UPDATE job_rows AS j
+-- Job $1 of lease $2 runs again after $3 ms, not charged.
+UPDATE jobs AS j
    SET state = 'scheduled', run_at = now() + $3::bigint * interval '1 millisecond',
-       locked_by = NULL, locked_at = NULL, deadline_at = NULL
- WHERE id = $1 AND state = 'running' AND locked_by = $2 AND attempt = $4
-RETURNING actor_worker_row_json(j)::text AS row_json
+       batch_id = NULL
+ WHERE j.id = $1 AND j.batch_id = $2 AND j.state = 'running'
+RETURNING actor_worker_job_json(j.id, jsonb_build_object(
+            'state', 'scheduled', 'run_at', j.run_at)) AS row_json

@@ -50,8 +50,8 @@ struct storage_script {
   /// Answer claims with ec::database_unavailable while true.
   bool fail_claims = false;
   int64_t next_id = 1;
-  /// Claimed jobs come in lane batches (one batch id per claim) instead of
-  /// as row-per-state jobs.
+  /// Claimed jobs share one lease per claim (as a lane batch's do) instead
+  /// of a lease each (their id).
   bool lane_batches = false;
   int64_t next_batch = 100;
   /// Args of every claimed job.
@@ -72,12 +72,10 @@ struct storage_script {
   std::vector<bool> released_started;
   /// Answer heartbeats with ec::database_unavailable while true.
   bool fail_heartbeats = false;
-  /// Jobs (row-per-state) and batches a heartbeat reports as no longer ours.
+  /// Leases a heartbeat reports as no longer ours.
   std::vector<int64_t> stolen;
-  std::vector<int64_t> stolen_batches;
-  /// The job and batch ids of each heartbeat.
+  /// The leases of each heartbeat (one per held job).
   std::vector<std::vector<int64_t>> heartbeats;
-  std::vector<std::vector<int64_t>> heartbeat_batches;
   /// Jobs an operator asked to cancel (`jobs cancel`), and the job ids of
   /// each question about them.
   std::set<int64_t> cancel_requested;
@@ -167,6 +165,7 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         for (int i = 0; i < take; ++i) {
           claimed_job job;
           job.id = s->next_id++;
+          job.lease = job.id;
           job.kind = "noop";
           job.queue = queue;
           job.args = s->args;
@@ -185,7 +184,7 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       while (s->backlog > 0 && static_cast<int32_t>(out.jobs.size()) < limit) {
         claimed_job job;
         job.id = s->next_id;
-        job.batch_id = batch;
+        job.lease = s->lane_batches ? batch : job.id;
         job.kind = "noop";
         job.queue = queue;
         job.args = s->args;
@@ -227,22 +226,16 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       }
       self->send(poller, committed_atom::value, std::move(reports));
     },
-    [=](heartbeat_atom, const std::vector<int64_t>& ids,
-        const std::vector<int64_t>& batches)
-      -> caf::result<std::vector<int64_t>, std::vector<int64_t>> {
-      s->heartbeats.push_back(ids);
-      s->heartbeat_batches.push_back(batches);
+    [=](heartbeat_atom, const std::vector<int64_t>& leases)
+      -> caf::result<std::vector<int64_t>> {
+      s->heartbeats.push_back(leases);
       if (s->fail_heartbeats)
         return aw::make_error(aw::ec::database_unavailable, "stub: down");
-      auto keep = [](const std::vector<int64_t>& xs,
-                     const std::vector<int64_t>& gone) {
-        std::vector<int64_t> out;
-        for (auto x : xs)
-          if (std::find(gone.begin(), gone.end(), x) == gone.end())
-            out.push_back(x);
-        return out;
-      };
-      return {keep(ids, s->stolen), keep(batches, s->stolen_batches)};
+      std::vector<int64_t> out;
+      for (auto x : leases)
+        if (std::find(s->stolen.begin(), s->stolen.end(), x) == s->stolen.end())
+          out.push_back(x);
+      return out;
     },
     [=](cancel_atom, const std::vector<int64_t>& ids)
       -> std::vector<int64_t> {

@@ -39,8 +39,6 @@ public:
   std::set<int64_t> refused;
   /// Jobs whose every outcome is refused, even a retryable failure.
   std::set<int64_t> refused_always;
-  /// What fusable() answers.
-  bool fuse = false;
   /// Claims fail with database_unavailable while true.
   bool claims_unavailable = false;
   /// Ids of the jobs each claim returns (one per call, then empty claims).
@@ -66,10 +64,6 @@ public:
     return next_claim();
   }
 
-  bool fusable(const std::vector<aw::job_outcome>&) const override {
-    return fuse;
-  }
-
   caf::expected<std::pair<std::vector<aw::storage::finish_report>,
                           aw::claim_result>>
   finish_and_claim(const std::vector<aw::job_outcome>& outcomes,
@@ -86,10 +80,9 @@ public:
     return write(outcomes, in_doubt, false);
   }
 
-  caf::expected<aw::storage::heartbeat_report>
-  heartbeat(const std::vector<int64_t>& jobs,
-            const std::vector<int64_t>& batches) override {
-    return aw::storage::heartbeat_report{jobs, batches};
+  caf::expected<std::vector<int64_t>>
+  heartbeat(const std::vector<int64_t>& leases) override {
+    return leases;
   }
 
   caf::expected<std::vector<int64_t>>

@@ -48,10 +48,10 @@ struct storage_fixture : fixture {
     return {caf::actor_cast<poller_actor>(a), log};
   }
 
-  static job_outcome completed(int64_t id, int64_t batch = 0) {
+  static job_outcome completed(int64_t id, int64_t lease = 0) {
     job_outcome o;
     o.job_id = id;
-    o.batch_id = batch;
+    o.lease = lease;
     o.attempt = 1;
     return o;
   }
@@ -249,7 +249,6 @@ BOOST_AUTO_TEST_CASE(a_connection_lost_while_splitting_keeps_only_what_is_not_re
 }
 
 BOOST_AUTO_TEST_CASE(a_claim_commits_the_pending_outcomes_in_its_own_statement) {
-  backend->fuse = true;
   backend->claims = {{7, 8}};
   auto [p, log] = sink();
   // The outcome and the claim are both in the mailbox before the flush.
@@ -264,7 +263,6 @@ BOOST_AUTO_TEST_CASE(a_claim_commits_the_pending_outcomes_in_its_own_statement) 
 }
 
 BOOST_AUTO_TEST_CASE(a_fused_claim_that_loses_the_connection_fails_and_its_outcomes_are_retried_in_doubt) {
-  backend->fuse = true;
   backend->unavailable_writes = {0};
   auto [p, log] = sink();
   finish({completed(1, 100)}, p);
@@ -283,7 +281,6 @@ BOOST_AUTO_TEST_CASE(a_fused_claim_that_loses_the_connection_fails_and_its_outco
 }
 
 BOOST_AUTO_TEST_CASE(a_fused_claim_the_database_refuses_splits_the_outcomes_then_claims) {
-  backend->fuse = true;
   backend->refused = {2};
   backend->claims = {{9}};
   auto [p, log] = sink();

@@ -204,14 +204,14 @@ BOOST_AUTO_TEST_CASE(read_only_protect_reads_and_token_env) {
   db_session db{env.url()};
   db.exec("INSERT INTO jobs (kind, state, run_at) VALUES ('noop', "
           "'scheduled', now() + interval '1 hour')");
-  auto id = db.scalar("SELECT max(id) FROM jobs");
+  auto id = db.scalar("SELECT max(id) FROM jobs_live");
   for (auto* action : {"retry", "cancel"}) {
     auto r = act(p, "/api/jobs/" + std::to_string(id) + "/" + action);
     BOOST_TEST(r.status == 403, action);
     BOOST_TEST(contains(r.json()["error"].get<std::string>(), "read-only"));
   }
   BOOST_TEST(act(p, "/api/dead-letters/purge", {{"all", true}}).status == 403);
-  BOOST_TEST(db.text("SELECT state FROM jobs WHERE id = " + std::to_string(id))
+  BOOST_TEST(db.text("SELECT state FROM jobs_live WHERE id = " + std::to_string(id))
              == "scheduled");
   BOOST_TEST(db.scalar("SELECT count(*) FROM audit_log") == 0);
   w->signal(SIGTERM);
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
           "FROM generate_series(1, 60)");
   db.exec("INSERT INTO jobs (kind, state, run_at) VALUES ('noop', "
           "'scheduled', now() + interval '1 hour')");
-  auto scheduled = db.scalar("SELECT max(id) FROM jobs");
+  auto scheduled = db.scalar("SELECT max(id) FROM jobs_live");
   db.exec("INSERT INTO jobs (kind, args, queue) SELECT 'noop', "
           "json_build_object('n', i), 'elsewhere' "
           "FROM generate_series(1, 7) AS i");
@@ -258,7 +258,7 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   wait_ready(p);
   BOOST_REQUIRE(wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                == 60
              && db.scalar("SELECT count(*) FROM dead_letter_jobs") == 7;
     },
@@ -353,7 +353,7 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   BOOST_TEST(retried.json()["retried"] == 3);
   BOOST_TEST(wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM job_executions AS e JOIN jobs AS "
+      return db.scalar("SELECT count(*) FROM job_executions AS e JOIN jobs_live AS "
                        "j ON j.id = e.job_id WHERE j.state = 'completed' AND "
                        "j.metadata ? 'retried_from_dead_letter'")
              == 3;
@@ -387,14 +387,14 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
 
   // Jobs: retry a completed one (it runs again), cancel a scheduled one,
   // cancel a running one through its worker.
-  auto done_id = db.scalar("SELECT min(id) FROM jobs WHERE state = "
+  auto done_id = db.scalar("SELECT min(id) FROM jobs_live WHERE state = "
                            "'completed' AND kind = 'noop'");
   r = act(p, "/api/jobs/" + std::to_string(done_id) + "/retry");
   BOOST_TEST(r.status == 200, r.body);
   BOOST_TEST(r.json()["was"] == "completed");
   BOOST_TEST(wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE id = "
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE id = "
                        + std::to_string(done_id)
                        + " AND state = 'completed' AND attempt = 2")
              == 1;
@@ -402,13 +402,13 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
     30s));
   r = act(p, "/api/jobs/" + std::to_string(scheduled) + "/cancel");
   BOOST_TEST(r.status == 200, r.body);
-  BOOST_TEST(db.text("SELECT state FROM jobs WHERE id = "
+  BOOST_TEST(db.text("SELECT state FROM jobs_live WHERE id = "
                      + std::to_string(scheduled))
              == "cancelled");
   r = act(p, "/api/jobs/" + std::to_string(scheduled) + "/cancel");
   BOOST_TEST(r.status == 409);
   db.exec("INSERT INTO jobs (kind, args) VALUES ('sleep', '{\"ms\": 60000}')");
-  auto long_id = db.scalar("SELECT max(id) FROM jobs");
+  auto long_id = db.scalar("SELECT max(id) FROM jobs_live");
   BOOST_REQUIRE(wait_until(
     [&] {
       return get(p, "/api/jobs/" + std::to_string(long_id)).json()["job"]["state"]
@@ -422,7 +422,7 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   BOOST_TEST(r.json()["cancel_requested"] == true);
   BOOST_TEST(wait_until(
     [&] {
-      return db.text("SELECT state FROM jobs WHERE id = "
+      return db.text("SELECT state FROM jobs_live WHERE id = "
                      + std::to_string(long_id))
              == "cancelled";
     },
@@ -516,13 +516,13 @@ BOOST_AUTO_TEST_CASE(queue_pause_and_resume_are_audited_actions) {
                         10s));
   db.exec("INSERT INTO jobs (kind) SELECT 'noop' FROM generate_series(1, 3)");
   std::this_thread::sleep_for(1s);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'available'") == 3);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'") == 3);
 
   auto resumed = act(p, "/api/queues/resume", {{"queue", "default"}});
   BOOST_TEST(resumed.status == 200);
   BOOST_TEST(resumed.json()["was_paused"] == true);
   BOOST_TEST(wait_until([&] {
-    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 3;
+    return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") == 3;
   }, 30s));
   auto audit = get(p, "/api/audit").json()["entries"];
   BOOST_REQUIRE(audit.size() == 3u);
@@ -550,7 +550,7 @@ BOOST_AUTO_TEST_CASE(schedules_page_lists_the_periodic_schedules_with_their_runs
   wait_ready(http.port());
   BOOST_REQUIRE(wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE metadata->>'periodic' = 'beat'") > 0;
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE metadata->>'periodic' = 'beat'") > 0;
     },
     60s));
   auto data = get(http.port(), "/api/schedules").json();
@@ -574,7 +574,7 @@ BOOST_AUTO_TEST_CASE(schedules_page_lists_the_periodic_schedules_with_their_runs
   BOOST_TEST(list[2]["next_tick"].is_null());
   BOOST_TEST(!data["note"].get<std::string>().empty());
   // The removed schedule is not enqueued.
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE metadata->>'periodic' = 'gone'") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE metadata->>'periodic' = 'gone'") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(dashboard_off_serves_the_probes_only) {

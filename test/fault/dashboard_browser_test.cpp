@@ -70,7 +70,7 @@ nlohmann::json queue_counts(db_session& db) {
     "                  AND run_at > now()), "
     " count(*) FILTER (WHERE state = 'running'), "
     " count(*) FILTER (WHERE state = 'waiting_external') "
-    "FROM jobs GROUP BY queue");
+    "FROM jobs_live GROUP BY queue");
   for (const auto& r : rows)
     out[r[0].as<std::string>()] = {{"available", r[1].as<int64_t>()},
                                    {"scheduled", r[2].as<int64_t>()},
@@ -158,7 +158,7 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
           "FROM generate_series(1, 5)");
   db.exec("INSERT INTO jobs (kind, args) VALUES ('fail', '{\"times\": 1, "
           "\"message\": \"upstream 502 from billing-7, will retry\"}')");
-  auto flaky = db.scalar("SELECT max(id) FROM jobs");
+  auto flaky = db.scalar("SELECT max(id) FROM jobs_live");
   // Work spread over a minute, some of it failing once: the throughput
   // chart shows bars over several intervals (the README's picture).
   db.exec("INSERT INTO jobs (kind, state, run_at) SELECT 'noop', 'scheduled', "
@@ -193,10 +193,10 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   BOOST_REQUIRE_MESSAGE(
     wait_until(
       [&] {
-        return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+        return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                  == 300 + 40 + 1 + 200 + 30
                && db.scalar("SELECT count(*) FROM dead_letter_jobs") == 10
-               && db.scalar("SELECT count(*) FROM jobs WHERE state = "
+               && db.scalar("SELECT count(*) FROM jobs_live WHERE state = "
                             "'running'")
                     == 2;
       },
@@ -324,7 +324,7 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   BOOST_TEST(wait_until(
                [&] {
                  return db.scalar(
-                          "SELECT count(*) FROM job_executions AS e JOIN jobs AS j "
+                          "SELECT count(*) FROM job_executions AS e JOIN jobs_live AS j "
                           "ON j.id = e.job_id WHERE j.state = 'completed' AND "
                           "(j.metadata -> 'retried_from_dead_letter' ->> "
                           "'dead_letter_id')::bigint = "
@@ -391,7 +391,7 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   db.exec("INSERT INTO jobs (kind, queue, args) VALUES (" + db.quote(hostile_kind)
           + ", " + db.quote(hostile_queue) + ", " + db.quote(hostile_args)
           + "::jsonb)");
-  auto hostile_job = db.scalar("SELECT max(id) FROM jobs");
+  auto hostile_job = db.scalar("SELECT max(id) FROM jobs_live");
   db.exec("INSERT INTO jobs (kind, state, finalized_at, last_error_message) "
           "VALUES ('noop', 'completed', now(), " + db.quote(hostile_error) + ")");
   auto no_markup = std::string{
@@ -560,7 +560,7 @@ BOOST_AUTO_TEST_CASE(a_queue_is_paused_and_resumed_from_the_queues_page) {
   // Jobs of the resumed queue run.
   db.exec("INSERT INTO jobs (kind) SELECT 'noop' FROM generate_series(1, 5)");
   BOOST_TEST(wait_until([&] {
-    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 5;
+    return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") == 5;
   }, 30s));
 }
 

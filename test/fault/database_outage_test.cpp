@@ -31,7 +31,7 @@ void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
   auto a = env.start_worker("A", ta);
   auto b = env.start_worker("B", tb);
   auto completed = [&] {
-    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'");
+    return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'");
   };
 
   inject(db);
@@ -40,12 +40,12 @@ void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
   BOOST_REQUIRE_MESSAGE(
     done, "not every job completed; states: "
             << (done ? "" : db.describe("SELECT string_agg(state || ' ' || n, ', ') FROM "
-                                        "(SELECT state, count(*) AS n FROM jobs GROUP BY state) s")
+                                        "(SELECT state, count(*) AS n FROM jobs_live GROUP BY state) s")
                           + "; unfinished: "
                           + db.describe("SELECT string_agg(format('%s %s attempt %s by %s "
                                         "(lane %s)', id, state, attempt, locked_by, "
-                                        "(SELECT r.ready_xid FROM job_rows r WHERE r.id = j.id)), "
-                                        "'; ') FROM (SELECT * FROM jobs WHERE state <> "
+                                        "(SELECT r.ready_xid FROM jobs r WHERE r.id = j.id)), "
+                                        "'; ') FROM (SELECT * FROM jobs_live WHERE state <> "
                                         "'completed' LIMIT 5) j")
                           + "; open batches: "
                           + db.describe("SELECT string_agg(format('%s of %s, %s left, "
@@ -59,9 +59,9 @@ void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
   BOOST_TEST(contains(b->err(), "[error]"));
   // None lost, none dead-lettered, none completed without its handler
   // having run to the end.
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == bulk_jobs);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == bulk_jobs);
   BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs j WHERE NOT EXISTS ("
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live j WHERE NOT EXISTS ("
                        "SELECT 1 FROM job_executions e WHERE e.job_id = j.id "
                        "AND e.finished_at IS NOT NULL)")
              == 0);
@@ -73,11 +73,11 @@ void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
                      << db.scalar("SELECT count(*) FROM job_executions")
                      << " for " << bulk_jobs << " jobs; jobs with a failed "
                      << "attempt: "
-                     << db.scalar("SELECT count(*) FROM jobs WHERE error_count > 0")
+                     << db.scalar("SELECT count(*) FROM jobs_live WHERE error_count > 0")
                      << "; by A: "
-                     << db.scalar("SELECT count(*) FROM jobs WHERE locked_by LIKE 'A:%'")
+                     << db.scalar("SELECT count(*) FROM jobs_live WHERE locked_by LIKE 'A:%'")
                      << ", by B: "
-                     << db.scalar("SELECT count(*) FROM jobs WHERE locked_by LIKE 'B:%'")
+                     << db.scalar("SELECT count(*) FROM jobs_live WHERE locked_by LIKE 'B:%'")
                      << "; jobs whose handler ran to its end more than once: "
                      << db.scalar("SELECT count(*) FROM (SELECT job_id FROM job_executions "
                                   "WHERE finished_at IS NOT NULL GROUP BY job_id "
@@ -96,7 +96,7 @@ void wait_for_progress(db_session& db, int64_t n) {
   BOOST_REQUIRE_MESSAGE(
     wait_until(
       [&] {
-        return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+        return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                >= n;
       },
       120s, 50ms),
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(postgres_restart_during_5000_jobs_loses_nothing) {
   fault_env env{"pg_restart"};
   survive(env, [&](db_session& db) {
     wait_for_progress(db, 1000);
-    auto before = db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'");
+    auto before = db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'");
     env.cluster().restart();
     BOOST_TEST_MESSAGE("restarted PostgreSQL with " << before
                                                     << " jobs completed");
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(terminated_backends_are_survived) {
     int64_t killed = 0;
     for (int64_t at : {1000, 2500}) {
       wait_for_progress(db, at);
-      auto before = db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'");
+      auto before = db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'");
       auto n = db.scalar(
         "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) AS ok "
         "FROM pg_stat_activity WHERE datname = current_database() "
@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(worker_started_before_postgres_begins_working_when_it_comes
   BOOST_REQUIRE_MESSAGE(
     wait_until(
       [&] {
-        return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+        return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                == 50;
       },
       90s),
@@ -169,10 +169,10 @@ BOOST_AUTO_TEST_CASE(worker_started_before_postgres_begins_working_when_it_comes
   // The same process did it: no restart.
   BOOST_TEST(a->running());
   auto mine = "A:" + std::to_string(a->pid()) + ":%";
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE locked_by LIKE "
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE locked_by LIKE "
                        + db.quote(mine))
              == 50);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE error_count > 0") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE error_count > 0") == 0);
   BOOST_TEST(db.scalar("SELECT count(*) FROM job_executions") == 50);
   a->signal(SIGTERM);
   auto code = a->wait_exit(30s);

@@ -19,7 +19,7 @@ BOOST_AUTO_TEST_CASE(deadline_overrun_is_cancelled_and_rescued) {
   db_session db{env.url()};
   auto id = env.enqueue({"sleep", R"({"ms": 60000})", "--deadline", "1s",
                          "--max-attempts", "2"});
-  auto where = " FROM jobs WHERE id = " + std::to_string(id);
+  auto where = " FROM jobs_live WHERE id = " + std::to_string(id);
   BOOST_TEST(db.scalar("SELECT deadline_ms" + where) == 1000);
 
   worker_timings t;

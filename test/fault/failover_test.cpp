@@ -214,7 +214,7 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
   producer app{url};
 
   auto completed_in = [](db_session& s, const std::string& queue) {
-    return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' AND queue = '"
+    return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed' AND queue = '"
                     + queue + "'");
   };
   // Steady state: both workers run jobs of every queue.
@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
       90s, 200ms),
     "no steady state: " << db.describe("SELECT string_agg(queue || ' ' || state "
                                        "|| ' ' || n, ', ') FROM (SELECT queue, "
-                                       "state, count(*) AS n FROM jobs GROUP BY "
+                                       "state, count(*) AS n FROM jobs_live GROUP BY "
                                        "1, 2) s"));
   BOOST_REQUIRE(a.running() && b.running());
   auto acked_before = app.acked_count();
@@ -240,7 +240,7 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
   auto promoted_at = clock_type::now();
   db_session ndb{standby.url()};
   // Jobs past this id were enqueued on the new primary.
-  auto last_id = ndb.scalar("SELECT coalesce(max(id), 0) FROM job_rows");
+  auto last_id = ndb.scalar("SELECT coalesce(max(id), 0) FROM jobs");
   BOOST_TEST_MESSAGE("primary crashed with " << acked_before
                                              << " jobs acknowledged; standby "
                                                 "promoted after "
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
   // enqueued on the new primary (the whole path: enqueue, wake-up, claim,
   // run, outcome).
   auto resumed_in = [&](const std::string& queue) {
-    return ndb.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' AND queue = '"
+    return ndb.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed' AND queue = '"
                       + queue + "' AND id > " + std::to_string(last_id))
            > 0;
   };
@@ -298,13 +298,13 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
   // leave `jobs`).
   bool done = wait_until(
     [&] {
-      return ndb.scalar("SELECT count(*) FROM jobs WHERE state <> 'completed'") == 0;
+      return ndb.scalar("SELECT count(*) FROM jobs_live WHERE state <> 'completed'") == 0;
     },
     90s, 250ms);
   BOOST_REQUIRE_MESSAGE(done, "not every job ended: "
                                 << ndb.describe("SELECT string_agg(queue || ' ' || state "
                                                 "|| ' ' || n, ', ') FROM (SELECT queue, "
-                                                "state, count(*) AS n FROM jobs WHERE "
+                                                "state, count(*) AS n FROM jobs_live WHERE "
                                                 "state <> 'completed' GROUP BY 1, 2) s"));
   // No worker exited.
   BOOST_TEST(a.running());
@@ -327,16 +327,16 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
     ndb.exec("INSERT INTO acked VALUES " + values);
   }
   auto lost = ndb.scalar(
-    "SELECT count(*) FROM acked k WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = k.id) "
+    "SELECT count(*) FROM acked k WHERE NOT EXISTS (SELECT 1 FROM jobs_live j WHERE j.id = k.id) "
     "AND NOT EXISTS (SELECT 1 FROM dead_letter_jobs d WHERE d.original_job_id = k.id)");
   BOOST_TEST(lost == 0, lost << " acknowledged job(s) lost: "
                              << ndb.describe("SELECT string_agg(id::text, ',') FROM (SELECT "
                                              "id FROM acked k WHERE NOT EXISTS (SELECT 1 "
-                                             "FROM jobs j WHERE j.id = k.id) AND NOT EXISTS "
+                                             "FROM jobs_live j WHERE j.id = k.id) AND NOT EXISTS "
                                              "(SELECT 1 FROM dead_letter_jobs d WHERE "
                                              "d.original_job_id = k.id) LIMIT 20) s"));
   auto not_completed = ndb.scalar(
-    "SELECT count(*) FROM acked k WHERE NOT k.dead AND NOT EXISTS (SELECT 1 FROM jobs j "
+    "SELECT count(*) FROM acked k WHERE NOT k.dead AND NOT EXISTS (SELECT 1 FROM jobs_live j "
     "WHERE j.id = k.id AND j.state = 'completed')");
   BOOST_TEST(not_completed == 0);
   auto not_dead = ndb.scalar(
@@ -354,9 +354,9 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
   BOOST_TEST(ndb.scalar("SELECT count(*) - count(DISTINCT original_job_id) FROM "
                         "dead_letter_jobs")
              == 0);
-  BOOST_TEST(ndb.scalar("SELECT count(*) FROM jobs WHERE kind = 'fail' AND error_count < 1")
+  BOOST_TEST(ndb.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'fail' AND error_count < 1")
              == 0);
-  BOOST_TEST(ndb.scalar("SELECT count(*) FROM jobs j WHERE kind = 'record' AND NOT EXISTS ("
+  BOOST_TEST(ndb.scalar("SELECT count(*) FROM jobs_live j WHERE kind = 'record' AND NOT EXISTS ("
                         "SELECT 1 FROM job_executions e WHERE e.job_id = j.id AND "
                         "e.finished_at IS NOT NULL)")
              == 0);
@@ -379,11 +379,11 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
   auto twice_to_the_end = ndb.scalar(
     "SELECT count(*) FROM (SELECT job_id FROM job_executions WHERE finished_at IS NOT NULL "
     "GROUP BY job_id HAVING count(*) > 1) d");
-  auto fail_extra = ndb.scalar("SELECT coalesce(sum(attempt - 2), 0) FROM jobs WHERE kind = "
+  auto fail_extra = ndb.scalar("SELECT coalesce(sum(attempt - 2), 0) FROM jobs_live WHERE kind = "
                                "'fail' AND attempt > 2")
                     + ndb.scalar("SELECT coalesce(sum(attempt - 1), 0) FROM "
                                  "dead_letter_jobs WHERE attempt > 1");
-  auto records = ndb.scalar("SELECT count(*) FROM jobs WHERE kind = 'record'");
+  auto records = ndb.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'record'");
   std::cout << "failover: " << acked.size() << " jobs acknowledged (" << records
             << " record jobs), none lost; duplicate runs: " << record_extra + fail_extra
             << " (record: " << redelivered << " redelivered attempt(s), "
@@ -403,7 +403,7 @@ BOOST_AUTO_TEST_CASE(workers_follow_a_promoted_synchronous_standby_and_lose_no_a
       "SELECT string_agg(format('job %s (%s, attempt %s, errors %s, %s): %s', j.id, j.queue, "
       "j.attempt, j.error_count, j.last_error_message, (SELECT string_agg(format('run %s by %s "
       "%s-%s', e.attempt, e.worker, e.started_at::time, e.finished_at::time), '; ') FROM "
-      "job_executions e WHERE e.job_id = j.id)), E'\n') FROM jobs j WHERE j.id IN ("
+      "job_executions e WHERE e.job_id = j.id)), E'\n') FROM jobs_live j WHERE j.id IN ("
       + which + " LIMIT 8)");
   };
   BOOST_TEST(rerun_new == 0,

@@ -34,15 +34,15 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
   BOOST_REQUIRE_MESSAGE(
     wait_until(
       [&] {
-        return db.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+        return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                          "AND locked_by LIKE 'A:%'")
                  == jobs
                && db.scalar("SELECT count(*) FROM job_executions") == jobs;
       },
       60s),
     "the jobs did not all start running under worker A");
-  BOOST_REQUIRE_EQUAL(db.scalar("SELECT count(DISTINCT locked_by) FROM jobs"), 1);
-  auto a_id = db.text("SELECT min(locked_by) FROM jobs");
+  BOOST_REQUIRE_EQUAL(db.scalar("SELECT count(DISTINCT locked_by) FROM jobs_live"), 1);
+  auto a_id = db.text("SELECT min(locked_by) FROM jobs_live");
   BOOST_TEST_MESSAGE("worker A is " << a_id);
   BOOST_TEST(a_id.rfind("A:" + std::to_string(a->pid()) + ":", 0) == 0);
 
@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
   auto killed_at = db.text("SELECT clock_timestamp()::text");
   // Nothing finished before the kill: every job had a run in flight.
   BOOST_REQUIRE_EQUAL(
-    db.scalar("SELECT count(*) FROM jobs WHERE state = 'running' AND locked_by = "
+    db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' AND locked_by = "
               + db.quote(a_id)),
     jobs);
   BOOST_REQUIRE_EQUAL(
@@ -64,17 +64,17 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
   // runs them (4 s).
   bool done = wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
              == jobs;
     },
     120s);
   BOOST_REQUIRE_MESSAGE(
     done, "worker B did not complete every reclaimed job; states: "
-            << (done ? "" : db.describe("SELECT string_agg(id || '=' || state, ' ') FROM jobs")));
+            << (done ? "" : db.describe("SELECT string_agg(id || '=' || state, ' ') FROM jobs_live")));
   BOOST_TEST(b->running());
 
   auto rows = db.query("SELECT id, state, error_count, attempt, locked_by, "
-                       "coalesce(last_error_message, '') FROM jobs ORDER BY id");
+                       "coalesce(last_error_message, '') FROM jobs_live ORDER BY id");
   BOOST_REQUIRE_EQUAL(rows.size(), static_cast<size_t>(jobs));
   for (const auto& row : rows) {
     auto id = row[0].as<int64_t>();
@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
     "     AND e.finished_at IS NOT NULL "
     "     AND e.started_at > " + db.quote(killed_at) + "::timestamptz), "
     "  count(*) FILTER (WHERE e.finished_at IS NOT NULL) "
-    "FROM jobs j LEFT JOIN job_executions e ON e.job_id = j.id "
+    "FROM jobs_live j LEFT JOIN job_executions e ON e.job_id = j.id "
     "GROUP BY j.id ORDER BY j.id");
   for (const auto& row : execs) {
     BOOST_TEST_CONTEXT("job " << row[0].as<int64_t>()) {

@@ -154,7 +154,7 @@ BOOST_AUTO_TEST_CASE(readyz_follows_a_database_outage_and_a_drain) {
   auto code = w->wait_exit(60s);
   BOOST_REQUIRE(code.has_value());
   BOOST_TEST(*code == 0);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
              == 1);
   // The endpoint went with the process.
   BOOST_TEST(get(http.port(), "/healthz").status == 0);
@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(metrics_pass_promtool_and_match_the_database) {
   auto w = env.start_worker("A", t);
   BOOST_REQUIRE(wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                == 300
              && db.scalar("SELECT count(*) FROM dead_letter_jobs") == 2;
     },

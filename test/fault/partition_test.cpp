@@ -81,11 +81,13 @@ BOOST_AUTO_TEST_CASE(cut_off_worker_abandons_its_runs_before_another_reclaims_th
   // Let a heartbeat succeed, then cut A off: every session it has (pool,
   // LISTEN, the handlers' own) stops answering, as behind a partition;
   // the database itself and worker B carry on.
+  // A's leases live as long as its worker_nodes row is refreshed (each
+  // heartbeat round): wait for a fresh refresh.
   BOOST_REQUIRE(wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs "
-                       "WHERE locked_at > clock_timestamp() - interval '1.5 seconds'")
-             == jobs;
+      return db.scalar("SELECT count(*) FROM worker_nodes WHERE worker_id = '" + a_id
+                       + "' AND last_seen_at > clock_timestamp() - interval '1.5 seconds'")
+             == 1;
     },
     30s, 50ms));
   std::vector<pid_t> pids;
@@ -98,9 +100,11 @@ BOOST_AUTO_TEST_CASE(cut_off_worker_abandons_its_runs_before_another_reclaims_th
   // The leases as the rest of the cluster sees them: nothing A does while
   // cut off can commit.
   std::map<int64_t, double> lease_at;
-  for (const auto& row : db.query("SELECT id, extract(epoch FROM locked_at)::double precision "
-                                  "FROM jobs"))
+  for (const auto& row : db.query("SELECT j.id, extract(epoch FROM n.last_seen_at)::double precision "
+                                  "FROM jobs_live AS j JOIN worker_nodes AS n "
+                                  "ON n.worker_id = j.locked_by"))
     lease_at[row[0].as<int64_t>()] = row[1].as<double>();
+  BOOST_REQUIRE_EQUAL(lease_at.size(), static_cast<size_t>(jobs));
 
   worker_timings tb = ta;
   tb.node = "B";

@@ -28,7 +28,7 @@ args = { from = "periodic" }
 /// Seconds since the epoch of the latest tick enqueued so far (0: none).
 int64_t latest_tick(db_session& db) {
   return db.scalar("SELECT coalesce(max(extract(epoch FROM (metadata->>'tick')"
-                   "::timestamptz))::bigint, 0) FROM jobs WHERE "
+                   "::timestamptz))::bigint, 0) FROM jobs_live WHERE "
                    "metadata->>'periodic' = 'beat'");
 }
 
@@ -38,7 +38,7 @@ std::map<int64_t, int64_t> jobs_per_tick(db_session& db, int64_t from, int64_t t
   std::map<int64_t, int64_t> out;
   auto rows = db.query(
     "SELECT extract(epoch FROM (metadata->>'tick')::timestamptz)::bigint AS t, "
-    "count(*) AS n FROM jobs WHERE metadata->>'periodic' = 'beat' GROUP BY 1 "
+    "count(*) AS n FROM jobs_live WHERE metadata->>'periodic' = 'beat' GROUP BY 1 "
     "HAVING extract(epoch FROM (metadata->>'tick')::timestamptz)::bigint "
     "BETWEEN " + std::to_string(from) + " AND " + std::to_string(to) + " ORDER BY 1");
   for (const auto& r : rows)
@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(three_nodes_enqueue_one_job_per_tick_also_across_killing_th
                         "no tick after the kill was enqueued within 30 s");
   auto resumed = db.scalar(
     "SELECT min(extract(epoch FROM (metadata->>'tick')::timestamptz))::bigint "
-    "FROM jobs WHERE metadata->>'periodic' = 'beat' AND "
+    "FROM jobs_live WHERE metadata->>'periodic' = 'beat' AND "
     "(metadata->>'tick')::timestamptz > to_timestamp("
     + std::to_string(before_kill) + ")");
   // Five more seconds of ticks after the hand-over.
@@ -100,8 +100,8 @@ BOOST_AUTO_TEST_CASE(three_nodes_enqueue_one_job_per_tick_also_across_killing_th
   auto last = latest_tick(db);
 
   // No tick has two jobs, anywhere.
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE metadata->>'periodic' = 'beat'")
-             == db.scalar("SELECT count(DISTINCT metadata->>'tick') FROM jobs "
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE metadata->>'periodic' = 'beat'")
+             == db.scalar("SELECT count(DISTINCT metadata->>'tick') FROM jobs_live "
                           "WHERE metadata->>'periodic' = 'beat'"));
   // Every tick before the kill and every tick from the hand-over on has
   // exactly one job: at least ten seconds of ticks in all.
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(three_nodes_enqueue_one_job_per_tick_also_across_killing_th
   // The jobs ran (noop completes at once) on the nodes still up.
   BOOST_TEST(wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE metadata->>'periodic' = "
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE metadata->>'periodic' = "
                        "'beat' AND state NOT IN ('completed')")
              <= 2;
     },

@@ -198,23 +198,23 @@ BOOST_AUTO_TEST_CASE(two_workers_drain_through_transaction_pooling_exactly_once)
   int64_t peak_sessions = 0;
   auto completed = [&] {
     peak_sessions = std::max(peak_sessions, server_sessions(db));
-    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'");
+    return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'");
   };
   bool done = wait_until([&] { return completed() == drain_jobs; }, 300s,
                          200ms);
   BOOST_REQUIRE_MESSAGE(done, "not every job completed: "
                                 << db.describe("SELECT string_agg(state || ' "
                                                "' || n, ', ') FROM (SELECT "
-                                               "state, count(*) AS n FROM jobs "
+                                               "state, count(*) AS n FROM jobs_live "
                                                "GROUP BY state) s"));
   BOOST_TEST(a->running());
   BOOST_TEST(b->running());
   BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE attempt <> 1") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE attempt <> 1") == 0);
   // Both worked, through at most `server_connections` server sessions.
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE locked_by LIKE 'A:%'")
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE locked_by LIKE 'A:%'")
              > 0);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE locked_by LIKE 'B:%'")
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE locked_by LIKE 'B:%'")
              > 0);
   BOOST_TEST_MESSAGE("peak server sessions: " << peak_sessions);
   BOOST_TEST(peak_sessions <= server_connections);
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(a_pgbouncer_restart_mid_drain_loses_no_job) {
   auto a = pooled_worker(env, bouncer, "A");
   auto b = pooled_worker(env, bouncer, "B");
   auto completed = [&] {
-    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'");
+    return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'");
   };
   BOOST_REQUIRE(wait_until([&] { return completed() >= restart_jobs / 4; },
                            120s, 100ms));
@@ -253,15 +253,15 @@ BOOST_AUTO_TEST_CASE(a_pgbouncer_restart_mid_drain_loses_no_job) {
   BOOST_REQUIRE_MESSAGE(done, "not every job completed: "
                                 << db.describe("SELECT string_agg(state || ' "
                                                "' || n, ', ') FROM (SELECT "
-                                               "state, count(*) AS n FROM jobs "
+                                               "state, count(*) AS n FROM jobs_live "
                                                "GROUP BY state) s"));
   // Both rode it out (and said so at ERROR); none lost or dead-lettered.
   BOOST_TEST(a->running());
   BOOST_TEST(b->running());
   BOOST_TEST((contains(a->err(), "[error]") || contains(b->err(), "[error]")));
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == restart_jobs);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == restart_jobs);
   BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs j WHERE NOT EXISTS ("
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live j WHERE NOT EXISTS ("
                        "SELECT 1 FROM job_executions e WHERE e.job_id = j.id "
                        "AND e.finished_at IS NOT NULL)")
              == 0);

@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(pause_stops_new_starts_on_every_node_and_survives_a_restart
   // Running jobs finish; buffered ones go back, uncharged.
   BOOST_REQUIRE_MESSAGE(
     wait_until([&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE state = 'running'")
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running'")
              == 0;
     }, 30s, 50ms),
     "jobs still running 30 s after the pause");
@@ -74,9 +74,9 @@ BOOST_AUTO_TEST_CASE(pause_stops_new_starts_on_every_node_and_survives_a_restart
   BOOST_TEST(db.scalar("SELECT count(*) FROM job_executions WHERE "
                        "finished_at IS NULL") == 0);
   auto ran = db.scalar("SELECT count(*) FROM job_executions");
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available' "
                        "AND error_count = 0")
-             == 40 - db.scalar("SELECT count(*) FROM jobs WHERE state = "
+             == 40 - db.scalar("SELECT count(*) FROM jobs_live WHERE state = "
                                "'completed'"));
   BOOST_TEST(contains(a->err() + b->err(), "queue paused (told by NOTIFY)"));
 
@@ -101,13 +101,13 @@ BOOST_AUTO_TEST_CASE(pause_stops_new_starts_on_every_node_and_survives_a_restart
   BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
   BOOST_REQUIRE_MESSAGE(
     wait_until([&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
              == 40;
     }, 90s, 100ms),
     "the queue did not drain after the resume: "
-      << db.describe("SELECT count(*) FROM jobs WHERE state = 'completed'"));
+      << db.describe("SELECT count(*) FROM jobs_live WHERE state = 'completed'"));
   // Released jobs were never charged an attempt.
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE error_count > 0") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE error_count > 0") == 0);
   BOOST_TEST(db.scalar("SELECT count(DISTINCT job_id) FROM job_executions")
              == 40);
 }
@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(global_concurrency_holds_across_two_processes) {
   auto b = env.start_worker("B", tb);
   BOOST_REQUIRE_MESSAGE(
     wait_until([&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
              == 30;
     }, 120s, 100ms),
     "the 30 jobs did not complete");

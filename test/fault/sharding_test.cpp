@@ -30,7 +30,7 @@ void insert_noops(db_session& db, const std::string& queue, int n) {
 
 int64_t completed(db_session& db, const std::string& queue) {
   try {
-    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' "
+    return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed' "
                      "AND queue = "
                      + db.quote(queue));
   } catch (const std::exception&) {
@@ -63,14 +63,14 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
   BOOST_REQUIRE_MESSAGE(migrated.exit_code == 0, migrated.err);
   BOOST_TEST(contains(migrated.err, "database 'orders': applied migration"));
   BOOST_TEST(contains(migrated.err, "database 'default': schema is up to date"));
-  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM jobs_live") == 0);
 
   // The CLI routes by queue, or by --database.
   auto id = env.enqueue({"--config", cfg, "noop", "--queue", "orders"});
-  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM jobs WHERE id = "
+  BOOST_TEST(orders_db.scalar("SELECT count(*) FROM jobs_live WHERE id = "
                               + std::to_string(id) + " AND queue = 'orders'")
              == 1);
-  BOOST_TEST(main_db.scalar("SELECT count(*) FROM jobs WHERE queue = 'orders'")
+  BOOST_TEST(main_db.scalar("SELECT count(*) FROM jobs_live WHERE queue = 'orders'")
              == 0);
   auto listed = env.run({"--config", cfg, "--database", "orders", "jobs",
                          "list", "--json"});
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
   std::string callback_id;
   BOOST_REQUIRE(wait_until(
     [&] {
-      callback_id = orders_db.text("SELECT callback_id FROM jobs WHERE id = "
+      callback_id = orders_db.text("SELECT callback_id FROM jobs_live WHERE id = "
                                    + std::to_string(parked)
                                    + " AND state = 'waiting_external'");
       return !callback_id.empty();
@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(an_outage_of_one_database_stops_only_its_queues) {
   auto resolved = env.run({"--config", cfg, "callback", "complete",
                            callback_id});
   BOOST_TEST(resolved.exit_code == 0, resolved.err);
-  BOOST_TEST(orders_db.text("SELECT state FROM jobs WHERE id = "
+  BOOST_TEST(orders_db.text("SELECT state FROM jobs_live WHERE id = "
                             + std::to_string(parked))
              == "completed");
 

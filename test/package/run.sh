@@ -37,7 +37,7 @@ cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log" || { cat "$WORK
 for f in include/actor_worker/app/runtime.hpp include/actor_worker/config/config.hpp \
          lib/cmake/actor_worker/actor_workerConfig.cmake lib/pkgconfig/actor_worker.pc \
          lib/systemd/system/actor-worker.service bin/actor-worker \
-         share/actor_worker/migrations/001_initial.sql share/actor_worker/migrations/004_fast_lane.sql; do
+         share/actor_worker/migrations/001_baseline.sql share/actor_worker/functions/actor_worker_claim.sql; do
   [ -e "$PREFIX/$f" ] || fail "not installed: $f"
 done
 [ ! -e "$PREFIX/include/actor_worker/app/cli" ] || fail "the binary's private headers were installed"
@@ -57,7 +57,7 @@ grep -q '^OK: email sent 1, completion hook 1, audit entry committed' "$WORK/sho
   || fail "the example did not report its handler, hook and follow-up"
 # The same, seen from the database: the email job completed and its
 # follow-up committed.
-[ "$(psql -X -At "$URL" -c "select count(*) from jobs where kind = 'welcome_email' and state = 'completed'")" = 1 ] \
+[ "$(psql -X -At "$URL" -c "select count(*) from jobs_live where kind = 'welcome_email' and state = 'completed'")" = 1 ] \
   || fail "the welcome_email job is not completed in the database"
 [ "$(psql -X -At "$URL" -c "select count(*) from shop_audit")" = 1 ] || fail "no audit entry"
 # Without a database URL the example must say so and exit 2.

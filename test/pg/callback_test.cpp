@@ -79,7 +79,7 @@ std::optional<aw::storage::callback_error> refused(F fn) {
 
 /// A snapshot of a job row, to show a refused resolution changed nothing.
 std::string row_text(aw::test::db_session& s, int64_t id) {
-  return s.text("SELECT coalesce((SELECT to_jsonb(j)::text FROM jobs AS j "
+  return s.text("SELECT coalesce((SELECT to_jsonb(j)::text FROM jobs_live AS j "
                 "WHERE id = "
                 + std::to_string(id) + "), 'gone')");
 }
@@ -333,7 +333,7 @@ BOOST_AUTO_TEST_CASE(unknown_or_malformed_callback_id_is_refused_as_not_found) {
     }
   }
   BOOST_TEST(row_text(s, id) == before);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(cli_resolution_changes_the_job_but_fires_no_hook_in_the_worker) {

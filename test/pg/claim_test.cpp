@@ -53,7 +53,7 @@ std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db, int n,
 }
 
 std::string row_where(int64_t id) {
-  return " FROM jobs WHERE id = " + std::to_string(id);
+  return " FROM jobs_live WHERE id = " + std::to_string(id);
 }
 
 } // namespace
@@ -71,22 +71,26 @@ BOOST_AUTO_TEST_CASE(claim_order_is_priority_then_run_at_then_id) {
           "(104, 'noop',  0, now() - interval '20 seconds'),"
           "(105, 'noop', 10, now() - interval '60 seconds'),"
           "(106, 'noop', -5, now() - interval '1 second')");
-  const std::vector<int64_t> expected{102, 106, 103, 104, 101, 105};
   auto store = make_store(db, "w1");
-  // In one claim, returned in claim order.
-  auto all = aw::test::claim_settled(store, "default", 10).jobs;
-  BOOST_TEST(ids_of(all) == expected);
+  // In one claim, returned in claim order: by priority, and on a lane in
+  // the order they were enqueued (one statement: by id), whatever run_at
+  // they were given.
+  auto all = store.claim("default", 10).jobs;
+  BOOST_TEST(ids_of(all) == (std::vector<int64_t>{102, 106, 101, 103, 104, 105}));
   BOOST_TEST(all.front().priority == -5);
   BOOST_TEST(store.release(all, false) == 6);
-  // One at a time, the selection itself follows the same order.
+  // Released, they wait off the lanes, where they are claimed by priority,
+  // then run_at, then id; one at a time, the selection itself follows that
+  // order.
+  const std::vector<int64_t> expected{102, 106, 103, 104, 101, 105};
   std::vector<int64_t> one_by_one;
   for (int i = 0; i < 6; ++i) {
-    auto got = aw::test::claim_settled(store, "default", 1).jobs;
+    auto got = store.claim("default", 1).jobs;
     BOOST_REQUIRE_EQUAL(got.size(), 1u);
     one_by_one.push_back(got.front().id);
   }
   BOOST_TEST(one_by_one == expected);
-  BOOST_TEST(aw::test::claim_settled(store, "default", 1).jobs.empty());
+  BOOST_TEST(store.claim("default", 1).jobs.empty());
 }
 
 BOOST_AUTO_TEST_CASE(claim_never_returns_more_than_the_limit) {
@@ -96,7 +100,7 @@ BOOST_AUTO_TEST_CASE(claim_never_returns_more_than_the_limit) {
   std::vector<size_t> sizes;
   std::set<int64_t> claimed;
   for (int i = 0; i < 4; ++i) {
-    auto got = aw::test::claim_settled(store, "default", 3).jobs;
+    auto got = store.claim("default", 3).jobs;
     sizes.push_back(got.size());
     for (auto& j : got) {
       BOOST_TEST(claimed.insert(j.id).second);
@@ -106,7 +110,7 @@ BOOST_AUTO_TEST_CASE(claim_never_returns_more_than_the_limit) {
   }
   BOOST_TEST(sizes == (std::vector<size_t>{3, 3, 1, 0}));
   BOOST_TEST(claimed == std::set<int64_t>(ids.begin(), ids.end()));
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                        "AND locked_by = 'w1' AND locked_at IS NOT NULL "
                        "AND attempt = 1")
              == 7);
@@ -124,22 +128,22 @@ BOOST_AUTO_TEST_CASE(scheduled_jobs_are_not_claimed_until_due) {
     tx.commit();
   }
   auto store = make_store(db, "w1");
-  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.empty());
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state" + row_where(id)) == "scheduled");
   BOOST_TEST(s.scalar("SELECT attempt" + row_where(id)) == 0);
   // Once its run_at passes, a scheduled job (e.g. a retry) is claimable.
   s.exec("UPDATE jobs SET run_at = now() - interval '1 second'");
-  BOOST_TEST(ids_of(aw::test::claim_settled(store, "default", 10).jobs) == std::vector<int64_t>{id});
+  BOOST_TEST(ids_of(store.claim("default", 10).jobs) == std::vector<int64_t>{id});
 }
 
 BOOST_AUTO_TEST_CASE(jobs_of_other_queues_are_not_claimed) {
   aw::test::fresh_database db;
   auto other = enqueue_n(db, 2, "other");
   auto store = make_store(db, "w1");
-  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.empty());
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'available'") == 2);
-  auto got = aw::test::claim_settled(store, "other", 10).jobs;
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'") == 2);
+  auto got = store.claim("other", 10).jobs;
   BOOST_TEST(ids_of(got) == other);
   for (auto& j : got)
     BOOST_TEST(j.queue == "other");
@@ -161,7 +165,7 @@ BOOST_AUTO_TEST_CASE(concurrent_claims_of_two_workers_never_share_a_job) {
       while (ready.load() < 2)
         std::this_thread::yield();
       for (;;) {
-        auto got = aw::test::claim_settled(store, "default", 7).jobs;
+        auto got = store.claim("default", 7).jobs;
         if (got.empty())
           return;
         for (auto& j : got)
@@ -191,11 +195,11 @@ BOOST_AUTO_TEST_CASE(concurrent_claims_of_two_workers_never_share_a_job) {
   BOOST_TEST(got_a.size() + got_b.size() == static_cast<size_t>(n));
   // The database agrees: each row claimed once, by the worker that got it.
   aw::test::db_session s{db.url};
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                       "AND attempt = 1")
              == n);
   std::map<int64_t, std::string> owner;
-  for (const auto& row : s.query("SELECT id, locked_by FROM jobs"))
+  for (const auto& row : s.query("SELECT id, locked_by FROM jobs_live"))
     owner[row[0].as<int64_t>()] = row[1].as<std::string>();
   size_t mismatches = 0;
   for (auto id : set_a)
@@ -209,7 +213,7 @@ BOOST_AUTO_TEST_CASE(finish_completed_marks_the_row_completed) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 1);
   auto store = make_store(db, "w1", 1h);
-  auto claimed = aw::test::claim_settled(store, "default", 1).jobs;
+  auto claimed = store.claim("default", 1).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
   auto results = aw::test::results(store.finish(
     {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed)}));
@@ -224,7 +228,7 @@ BOOST_AUTO_TEST_CASE(finish_completed_with_zero_retention_deletes_the_row) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 0ms);
-  auto claimed = aw::test::claim_settled(store, "default", 2).jobs;
+  auto claimed = store.claim("default", 2).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
   auto results = aw::test::results(store.finish(
     {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed),
@@ -234,16 +238,16 @@ BOOST_AUTO_TEST_CASE(finish_completed_with_zero_retention_deletes_the_row) {
                                                 aw::finish_result::applied}));
   // The two completed rows are gone; the unclaimed one is untouched.
   aw::test::db_session s{db.url};
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 1);
-  BOOST_TEST(s.scalar("SELECT id FROM jobs") == ids[2]);
-  BOOST_TEST(s.text("SELECT state FROM jobs") == "available");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 1);
+  BOOST_TEST(s.scalar("SELECT id FROM jobs_live") == ids[2]);
+  BOOST_TEST(s.text("SELECT state FROM jobs_live") == "available");
 }
 
 BOOST_AUTO_TEST_CASE(finish_applies_a_mixed_batch_and_answers_in_order) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
-  auto claimed = aw::test::claim_settled(store, "default", 3).jobs;
+  auto claimed = store.claim("default", 3).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   auto results = aw::test::results(store.finish(
     {aw::test::outcome(claimed, ids[2], aw::outcome_kind::terminal_failure, "bad"),
@@ -267,7 +271,7 @@ BOOST_AUTO_TEST_CASE(stale_outcome_of_a_released_job_changes_nothing) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 3);
   auto store = make_store(db, "w1", 1h);
-  auto claimed = aw::test::claim_settled(store, "default", 3).jobs;
+  auto claimed = store.claim("default", 3).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   BOOST_TEST(store.release(claimed) == 3);
   auto results = aw::test::results(store.finish(
@@ -279,7 +283,7 @@ BOOST_AUTO_TEST_CASE(stale_outcome_of_a_released_job_changes_nothing) {
   aw::test::db_session s{db.url};
   // Released after their handlers started: available again, the attempt
   // counted as started, nothing charged.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available' "
                       "AND error_count = 0 AND last_error_message IS NULL "
                       "AND finalized_at IS NULL AND locked_by IS NULL "
                       "AND attempt = 1")
@@ -292,7 +296,7 @@ BOOST_AUTO_TEST_CASE(outcome_from_a_worker_that_does_not_hold_the_job_is_stale) 
   auto ids = enqueue_n(db, 1);
   auto owner = make_store(db, "owner", 1h);
   auto intruder = make_store(db, "intruder", 1h);
-  auto claimed = aw::test::claim_settled(owner, "default", 1).jobs;
+  auto claimed = owner.claim("default", 1).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
   BOOST_TEST((aw::test::results(intruder.finish(
                 {aw::test::outcome(claimed, ids[0], aw::outcome_kind::completed)}))
@@ -313,37 +317,38 @@ BOOST_AUTO_TEST_CASE(release_returns_running_jobs_to_available_without_charge) {
   // One job already failed twice before this run.
   db.exec("UPDATE jobs SET error_count = 2 WHERE id = " + std::to_string(ids[1]));
   auto store = make_store(db, "w1");
-  auto claimed = aw::test::claim_settled(store, "default", 3).jobs;
+  auto claimed = store.claim("default", 3).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
   BOOST_TEST(store.release(claimed, false) == 3);
   aw::test::db_session s{db.url};
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available' "
                       "AND locked_by IS NULL AND locked_at IS NULL")
              == 4);
   BOOST_TEST(s.scalar("SELECT error_count" + row_where(ids[0])) == 0);
   BOOST_TEST(s.scalar("SELECT error_count" + row_where(ids[1])) == 2);
   BOOST_TEST(s.scalar("SELECT error_count" + row_where(ids[2])) == 0);
   // Released jobs can be claimed again at once.
-  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.size() == 4u);
+  BOOST_TEST(store.claim("default", 10).jobs.size() == 4u);
   BOOST_TEST(store.release(std::vector<aw::held_job>{}) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(delete_expired_deletes_only_finished_rows_past_the_retention) {
   aw::test::fresh_database db;
-  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, created_at) VALUES "
-          "(1, 'noop', 'completed', now() - interval '2 hours', now() - interval '3 hours'),"
-          "(2, 'noop', 'completed', now() - interval '30 minutes', now() - interval '3 hours'),"
-          "(3, 'noop', 'cancelled', now() - interval '2 hours', now() - interval '3 hours'),"
-          "(4, 'noop', 'available', NULL, now() - interval '3 hours'),"
-          "(5, 'noop', 'scheduled', NULL, now() - interval '3 hours')");
-  db.exec("INSERT INTO jobs (id, kind, state, locked_by, locked_at, created_at) "
-          "VALUES (6, 'noop', 'running', 'w', now() - interval '2 hours', "
-          "now() - interval '3 hours')");
+  // Rows that outlived their ring slot (jobs_kept: slot -1), off the lanes:
+  // retention deletes them row by row (the ring's slots go whole).
+  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, created_at, slot, ready_xid) VALUES "
+          "(1, 'noop', 'completed', now() - interval '2 hours', now() - interval '3 hours', -1, '0'),"
+          "(2, 'noop', 'completed', now() - interval '30 minutes', now() - interval '3 hours', -1, '0'),"
+          "(3, 'noop', 'cancelled', now() - interval '2 hours', now() - interval '3 hours', -1, '0'),"
+          "(4, 'noop', 'available', NULL, now() - interval '3 hours', -1, '0'),"
+          "(5, 'noop', 'scheduled', NULL, now() - interval '3 hours', -1, '0')");
+  db.exec("INSERT INTO jobs (id, kind, state, batch_id, created_at, slot, ready_xid) "
+          "VALUES (6, 'noop', 'running', 2, now() - interval '3 hours', -1, '0')");
   auto store = make_store(db, "w1", 1h);
   BOOST_TEST(store.delete_expired(100) == 2);
   aw::test::db_session s{db.url};
   std::vector<int64_t> left;
-  for (const auto& row : s.query("SELECT id FROM jobs ORDER BY id"))
+  for (const auto& row : s.query("SELECT id FROM jobs_live ORDER BY id"))
     left.push_back(row[0].as<int64_t>());
   BOOST_TEST(left == (std::vector<int64_t>{2, 4, 5, 6}));
   BOOST_TEST(store.delete_expired(100) == 0);
@@ -351,15 +356,15 @@ BOOST_AUTO_TEST_CASE(delete_expired_deletes_only_finished_rows_past_the_retentio
 
 BOOST_AUTO_TEST_CASE(delete_expired_deletes_at_most_one_batch_oldest_first) {
   aw::test::fresh_database db;
-  db.exec("INSERT INTO jobs (id, kind, state, finalized_at) "
-          "SELECT i, 'noop', 'completed', now() - (i || ' hours')::interval "
+  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, slot, ready_xid) "
+          "SELECT i, 'noop', 'completed', now() - (i || ' hours')::interval, -1, '0' "
           "FROM generate_series(2, 6) AS i");
   auto store = make_store(db, "w1", 1h);
   BOOST_TEST(store.delete_expired(2) == 2);
   // The two oldest (finalized 6 and 5 hours ago) went first.
-  BOOST_TEST(db.scalar("SELECT max(id) FROM jobs") == 4);
+  BOOST_TEST(db.scalar("SELECT max(id) FROM jobs_live") == 4);
   BOOST_TEST(store.delete_expired(10) == 3);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(enqueue_prints_only_the_new_id) {
   BOOST_TEST(r.exit_code == 0);
   BOOST_REQUIRE(std::regex_match(r.out, std::regex{"[0-9]+\n"}));
   auto id = std::stoll(r.out);
-  auto where = " FROM jobs WHERE id = " + std::to_string(id);
+  auto where = " FROM jobs_live WHERE id = " + std::to_string(id);
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT kind" + where) == "noop");
   BOOST_TEST(s.check("SELECT args = '{\"a\": 1}'::jsonb" + where));
@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(enqueue_options_land_in_the_row) {
                                 db.url);
   BOOST_TEST_MESSAGE("stderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
-  auto where = " FROM jobs WHERE id = " + std::to_string(std::stoll(r.out));
+  auto where = " FROM jobs_live WHERE id = " + std::to_string(std::stoll(r.out));
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT queue" + where) == "mail");
   BOOST_TEST(s.scalar("SELECT priority" + where) == -3);
@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(enqueue_options_land_in_the_row) {
   // A duration with a unit works as well.
   auto r2 = aw::test::run_binary("enqueue noop --delay 2m", db.url);
   BOOST_REQUIRE_EQUAL(r2.exit_code, 0);
-  auto where2 = " FROM jobs WHERE id = " + std::to_string(std::stoll(r2.out));
+  auto where2 = " FROM jobs_live WHERE id = " + std::to_string(std::stoll(r2.out));
   BOOST_TEST(s.check("SELECT run_at - created_at = interval '2 minutes'" + where2));
   BOOST_TEST(s.check("SELECT args = '{}'::jsonb" + where2));
 }
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(enqueue_with_invalid_args_json_exits_2_with_a_message) {
   BOOST_TEST(r.exit_code == 2);
   BOOST_TEST(r.out.empty());
   BOOST_TEST(contains(r.err, "ARGS_JSON for kind 'noop' is not valid JSON"));
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(job_input_the_queue_would_trip_over_is_refused_with_exit_2) {
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(job_input_the_queue_would_trip_over_is_refused_with_exit_2)
       BOOST_TEST(r.exit_code == 2);
       BOOST_TEST(contains(r.err, c.says), r.err);
     }
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_the_password) {
@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
   auto row = nlohmann::json::parse(r.out);
   BOOST_REQUIRE(row.is_object());
   aw::test::db_session s{db.url};
-  BOOST_TEST(keys_of(row) == s.columns_of("jobs"));
+  BOOST_TEST(keys_of(row) == s.columns_of("jobs_live"));
   BOOST_TEST(row["id"] == id);
   BOOST_TEST(row["kind"] == "noop");
   BOOST_TEST(row["args"] == (nlohmann::json{{"x", 7}}));
@@ -206,11 +206,9 @@ BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
 
 BOOST_AUTO_TEST_CASE(jobs_show_json_of_a_dead_lettered_job_prints_its_dead_letter) {
   aw::test::fresh_database db;
-  auto id = db.scalar("INSERT INTO jobs (kind, state, locked_by, attempt) "
-                      "VALUES ('gone', 'running', 'w', 1) RETURNING id");
-  db.exec("WITH moved AS (DELETE FROM job_rows AS j WHERE id = "
-          + std::to_string(id) + " RETURNING j) "
-          "SELECT actor_worker_dead_letter(m.j, 'boom') FROM moved AS m");
+  auto id = db.scalar("INSERT INTO jobs (kind, state, attempt, ready_xid) "
+                      "VALUES ('gone', 'running', 1, '0') RETURNING id");
+  db.exec("SELECT actor_worker_dead_letter(" + std::to_string(id) + ", 'boom')");
   auto r = aw::test::run_binary("jobs show --json " + std::to_string(id), db.url);
   BOOST_TEST(r.exit_code == 0, r.err);
   auto row = nlohmann::json::parse(r.out);
@@ -238,7 +236,7 @@ BOOST_AUTO_TEST_CASE(dlq_list_json_prints_dead_letter_rows_newest_first) {
     opts.url = db.url;
     opts.worker_id = "cli-test";
     aw::storage::job_store store{opts};
-    auto claimed = aw::test::claim_settled(store, "default", 2).jobs;
+    auto claimed = store.claim("default", 2).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
     store.finish({aw::test::outcome(claimed, first,
                                     aw::outcome_kind::terminal_failure,
@@ -324,7 +322,7 @@ BOOST_AUTO_TEST_CASE(run_processes_jobs_and_exits_0_on_sigterm) {
     aw::test::wait_until(
       [&] {
         return !worker.running()
-               || s.text("SELECT state FROM jobs WHERE id = "
+               || s.text("SELECT state FROM jobs_live WHERE id = "
                          + std::to_string(id))
                     == "completed";
       },
@@ -379,7 +377,7 @@ BOOST_AUTO_TEST_CASE(a_cluster_file_runs_the_named_node_and_check_validates_ever
   background_process worker{{"run", "--config", file.path, "--node", "b"},
                             db.url};
   auto state = [&](int64_t id) {
-    return s.text("SELECT state FROM jobs WHERE id = " + std::to_string(id));
+    return s.text("SELECT state FROM jobs_live WHERE id = " + std::to_string(id));
   };
   BOOST_REQUIRE_MESSAGE(
     aw::test::wait_until([&] { return state(mail) == "completed"; }, 60s),

@@ -222,10 +222,10 @@ BOOST_AUTO_TEST_CASE(every_route_reads_and_acts_on_the_database_it_names) {
   auto same_id = std::to_string(order_ids[0]);
   auto cancelled = post(port, "/api/jobs/" + same_id + "/cancel?database=orders");
   BOOST_TEST(cancelled.status == 200, cancelled.body.dump());
-  BOOST_TEST(orders.scalar("SELECT count(*) FROM jobs WHERE id = " + same_id
+  BOOST_TEST(orders.scalar("SELECT count(*) FROM jobs_live WHERE id = " + same_id
                            + " AND state = 'cancelled'")
              == 1);
-  BOOST_TEST(main.scalar("SELECT count(*) FROM jobs WHERE id = " + same_id
+  BOOST_TEST(main.scalar("SELECT count(*) FROM jobs_live WHERE id = " + same_id
                          + " AND state = 'scheduled'")
              == 1);
   BOOST_TEST(orders.scalar("SELECT count(*) FROM audit_log WHERE action = "
@@ -238,7 +238,7 @@ BOOST_AUTO_TEST_CASE(every_route_reads_and_acts_on_the_database_it_names) {
   // Without the parameter: the default database.
   auto main_cancel = post(port, "/api/jobs/" + same_id + "/cancel");
   BOOST_TEST(main_cancel.status == 200, main_cancel.body.dump());
-  BOOST_TEST(main.scalar("SELECT count(*) FROM jobs WHERE id = " + same_id
+  BOOST_TEST(main.scalar("SELECT count(*) FROM jobs_live WHERE id = " + same_id
                          + " AND state = 'cancelled'")
              == 1);
   BOOST_TEST(main.scalar("SELECT count(*) FROM audit_log") == 1);
@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(every_route_reads_and_acts_on_the_database_it_names) {
   BOOST_TEST(orders.scalar("SELECT count(*) FROM audit_log WHERE action = "
                            "'job.retry'")
              == 1);
-  BOOST_TEST(main.scalar("SELECT count(*) FROM jobs WHERE id = " + same_id
+  BOOST_TEST(main.scalar("SELECT count(*) FROM jobs_live WHERE id = " + same_id
                          + " AND state = 'cancelled'")
              == 1);
 

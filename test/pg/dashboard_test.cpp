@@ -145,13 +145,12 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
   // The lane shapes below need lane claims: the commit-order fence is
   // cluster-wide, and another suite's transaction held past the runtime's
   // 200 ms (a CREATE DATABASE) would send them down the row-per-state path.
-  opts.fence_wait = 30s;
   aw::storage::job_store store{opts};
   // Queue a: 300 claimed in batches, 240 of them completed (lane
   // completed), 60 left running; 100 still available on the lane.
   std::vector<aw::claimed_job> claimed;
   for (int i = 0; i < 6; ++i) {
-    auto c = aw::test::claim_settled(store, "a", 50);
+    auto c = store.claim("a", 50);
     for (auto& j : c.jobs)
       claimed.push_back(j);
   }
@@ -163,7 +162,7 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
                                        aw::outcome_kind::completed));
   store.finish(done);
   // Queue b: 100 claimed and completed at once.
-  auto cb = aw::test::claim_settled(store, "b", 100);
+  auto cb = store.claim("b", 100);
   std::vector<aw::job_outcome> done_b;
   for (auto& j : cb.jobs)
     done_b.push_back(aw::test::outcome(j, aw::outcome_kind::completed));
@@ -174,17 +173,17 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
   for (int t = 0; t < 5; ++t)
     s.exec("INSERT INTO jobs (kind, queue) SELECT CASE WHEN i % 2 = 0 THEN "
            "'x' ELSE 'y' END, 'c' FROM generate_series(1, 10) AS i");
-  auto c1 = aw::test::claim_settled(store, "c", 25);
+  auto c1 = store.claim("c", 25);
   BOOST_REQUIRE_EQUAL(c1.jobs.size(), 25u);
   std::vector<aw::job_outcome> done_c;
   for (size_t i = 0; i < 10; ++i)
     done_c.push_back(aw::test::outcome(c1.jobs[i * 2],
                                        aw::outcome_kind::completed));
   store.finish(done_c);
-  auto c2 = aw::test::claim_settled(store, "c", 15);
+  auto c2 = store.claim("c", 15);
   BOOST_REQUIRE_EQUAL(c2.jobs.size(), 15u);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM claim_batches WHERE queue = 'c' "
-                      "AND lo_xid <> hi_xid AND lo_id > 0")
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_batches WHERE queue = 'c' "
+                      "AND on_lane AND first_xid <> to_xid")
              >= 1);
   // Row-per-state jobs of every state, interleaved by id with the lanes.
   s.exec("INSERT INTO jobs (kind, queue, state, run_at, finalized_at) "
@@ -198,23 +197,25 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
          "'scheduled', now() + interval '1 hour' FROM generate_series(1, 30)");
   s.exec("INSERT INTO jobs (kind, queue, run_at) SELECT 'x', 'b', "
          "now() - interval '1 minute' FROM generate_series(1, 25)");
-  s.exec("INSERT INTO jobs (kind, queue, state, locked_by, locked_at) "
-         "SELECT 'x', 'a', 'running', 'w2', now() FROM generate_series(1, 15)");
+  s.exec("INSERT INTO job_batches (id, queue, priority, worker, on_lane, size) "
+         "VALUES (2, 'a', 0, 'w2', false, 15)");
+  s.exec("INSERT INTO jobs (kind, queue, state, batch_id) "
+         "SELECT 'x', 'a', 'running', 2 FROM generate_series(1, 15)");
   s.exec("INSERT INTO jobs (kind, queue, state, callback_id, "
          "callback_timeout_at) SELECT 'y', 'b', 'waiting_external', "
          "gen_random_uuid(), now() + interval '1 hour' "
          "FROM generate_series(1, 12)");
   s.exec("INSERT INTO jobs (kind, queue) SELECT 'x', 'b' "
          "FROM generate_series(1, 20)");
-  s.exec("ANALYZE job_rows");
+  s.exec("ANALYZE jobs");
   // Every state is there, both ways where a state has both.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
              == 240 + 100 + 10 + 120);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'")
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running'")
              == 60 + 15 + 15 + 15);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'scheduled'")
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'scheduled'")
              == 30);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available'")
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'")
              == 100 + 50 + 10 + 25 + 20);
 
   auto conn = db.connect();
@@ -232,7 +233,7 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
             f.limit = limit;
             f.scan_budget = budget;
             auto want = column_ids(
-              s, "SELECT id FROM jobs WHERE " + where_of(state, queue, kind)
+              s, "SELECT id FROM jobs_live WHERE " + where_of(state, queue, kind)
                    + " ORDER BY id DESC");
             int pages = 0;
             auto got = all_pages(*conn, f, &pages);
@@ -360,7 +361,7 @@ BOOST_AUTO_TEST_CASE(dead_letter_pages_groups_counts_and_group_actions) {
   // The same message of another kind is another group: untouched.
   BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs WHERE kind = 'b'")
              == 10);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'a' AND "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'a' AND "
                       "state = 'available'")
              == 20);
   // A rolled back action leaves neither its change nor its audit row.

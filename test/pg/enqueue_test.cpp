@@ -89,10 +89,10 @@ BOOST_AUTO_TEST_CASE(committed_enqueue_is_visible_only_after_commit) {
   auto id = aw::enqueue(tx, "noop", {{"x", 1}});
   BOOST_TEST(id > 0);
   // Another session does not see the uncommitted row...
-  BOOST_TEST(other.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(other.scalar("SELECT count(*) FROM jobs_live") == 0);
   tx.commit();
   // ...and sees it once committed, with its args.
-  BOOST_TEST(other.scalar("SELECT count(*) FROM jobs WHERE id = "
+  BOOST_TEST(other.scalar("SELECT count(*) FROM jobs_live WHERE id = "
                           + std::to_string(id) + " AND kind = 'noop' "
                           "AND args = '{\"x\": 1}'::jsonb")
              == 1);
@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(rolled_back_enqueue_leaves_no_job) {
     pqxx::work tx{*conn};
     aw::enqueue(tx, "noop", {});
   }
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(default_options_fill_the_column_defaults) {
@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(default_options_fill_the_column_defaults) {
   auto id = aw::enqueue(tx, "noop", {});
   tx.commit();
   aw::test::db_session s{db.url};
-  auto where = " FROM jobs WHERE id = " + std::to_string(id);
+  auto where = " FROM jobs_live WHERE id = " + std::to_string(id);
   BOOST_TEST(s.text("SELECT queue" + where) == "default");
   BOOST_TEST(s.text("SELECT state" + where) == "available");
   BOOST_TEST(s.scalar("SELECT priority" + where) == 0);
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(options_land_in_their_columns) {
   auto id = aw::enqueue(tx, "send_email", {{"to", "a@b.c"}}, opts);
   tx.commit();
   aw::test::db_session s{db.url};
-  auto where = " FROM jobs WHERE id = " + std::to_string(id);
+  auto where = " FROM jobs_live WHERE id = " + std::to_string(id);
   BOOST_TEST(s.text("SELECT kind" + where) == "send_email");
   BOOST_TEST(s.text("SELECT queue" + where) == "mail");
   BOOST_TEST(s.scalar("SELECT priority" + where) == -7);
@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(delay_schedules_the_job_that_far_in_the_future) {
   auto id = aw::enqueue(tx, "noop", {}, opts);
   tx.commit();
   aw::test::db_session s{db.url};
-  auto where = " FROM jobs WHERE id = " + std::to_string(id);
+  auto where = " FROM jobs_live WHERE id = " + std::to_string(id);
   BOOST_TEST(s.text("SELECT state" + where) == "scheduled");
   BOOST_TEST(s.check("SELECT run_at > now()" + where));
   // created_at and run_at both come from the inserting transaction's now().
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(explicit_run_at_is_stored_exactly_and_wins_over_delay) {
   auto past_id = aw::enqueue(tx, "noop", {}, past);
   tx.commit();
   aw::test::db_session s{db.url};
-  auto where = [](int64_t id) { return " FROM jobs WHERE id = " + std::to_string(id); };
+  auto where = [](int64_t id) { return " FROM jobs_live WHERE id = " + std::to_string(id); };
   BOOST_TEST(s.check("SELECT run_at = '2030-01-02 03:04:05.123456+00'::timestamptz"
                      + where(future_id)));
   BOOST_TEST(s.text("SELECT state" + where(future_id)) == "scheduled");
@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(enqueue_many_inserts_in_one_statement_and_returns_ids_in_re
           "CREATE FUNCTION count_insert_statement() RETURNS trigger "
           "LANGUAGE plpgsql AS $$ BEGIN "
           "UPDATE insert_statements SET n = n + 1; RETURN NULL; END $$;"
-          "CREATE TRIGGER count_inserts AFTER INSERT ON job_rows "
+          "CREATE TRIGGER count_inserts AFTER INSERT ON jobs "
           "FOR EACH STATEMENT EXECUTE FUNCTION count_insert_statement();");
   std::vector<aw::enqueue_request> requests;
   const int n = 500;
@@ -232,9 +232,9 @@ BOOST_AUTO_TEST_CASE(enqueue_many_inserts_in_one_statement_and_returns_ids_in_re
   tx.commit();
   BOOST_TEST(db.scalar("SELECT n FROM insert_statements") == 1);
   BOOST_REQUIRE_EQUAL(ids.size(), static_cast<size_t>(n));
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == n);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == n);
   aw::test::db_session s{db.url};
-  auto rows = s.query("SELECT id, kind, (args->>'i')::int, queue, priority FROM jobs");
+  auto rows = s.query("SELECT id, kind, (args->>'i')::int, queue, priority FROM jobs_live");
   std::map<int64_t, int> index_of_id;
   for (const auto& row : rows) {
     auto i = row[2].as<int>();
@@ -283,14 +283,14 @@ BOOST_AUTO_TEST_CASE(enqueue_many_mixes_plain_and_optioned_jobs_keeping_args_and
   aw::test::db_session s{db.url};
   for (size_t i = 0; i < requests.size(); ++i) {
     auto id = std::to_string(ids[i]);
-    auto stored = nlohmann::json::parse(s.text("SELECT args::text FROM jobs WHERE id = " + id));
+    auto stored = nlohmann::json::parse(s.text("SELECT args::text FROM jobs_live WHERE id = " + id));
     auto expected = requests[i].args.is_null() ? nlohmann::json::object() : requests[i].args;
     BOOST_TEST(stored == expected, "job " << i << ": " << stored.dump());
-    BOOST_TEST(s.text("SELECT state FROM jobs WHERE id = " + id)
+    BOOST_TEST(s.text("SELECT state FROM jobs_live WHERE id = " + id)
                == (i % 5 == 2 ? "scheduled" : "available"));
   }
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE 't' = ANY (tags)") == 8);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE metadata ? 'm'") == 8);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE 't' = ANY (tags)") == 8);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE metadata ? 'm'") == 8);
 }
 
 BOOST_AUTO_TEST_CASE(a_due_job_sends_one_notification_with_the_queue_name) {
@@ -323,7 +323,7 @@ BOOST_AUTO_TEST_CASE(bulk_insert_of_1000_jobs_sends_exactly_one_notification) {
   send_sentinel(*conn, "sentinel");
   auto got = listener.collector.until("sentinel");
   BOOST_TEST(got == std::vector<std::string>{"bulk"});
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 1000);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 1000);
 }
 
 BOOST_AUTO_TEST_CASE(bulk_insert_sends_one_notification_per_queue) {
@@ -366,7 +366,7 @@ BOOST_AUTO_TEST_CASE(rolled_back_or_scheduled_enqueue_sends_no_notification) {
   send_sentinel(*conn, "sentinel");
   auto got = listener.collector.until("sentinel");
   BOOST_TEST(got.empty());
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 1);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_input_throws_invalid_argument_naming_the_problem) {
@@ -426,7 +426,7 @@ BOOST_AUTO_TEST_CASE(invalid_input_throws_invalid_argument_naming_the_problem) {
   // Validation runs before any SQL: the transaction is still usable.
   aw::enqueue(tx, "noop", {});
   tx.commit();
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 1);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -71,9 +71,9 @@ void add_scripted(aw::registry& reg, const std::string& kind) {
   });
 }
 
-/// " FROM jobs WHERE kind = 'note' AND (args->>'trigger')::bigint = N"
+/// " FROM jobs_live WHERE kind = 'note' AND (args->>'trigger')::bigint = N"
 std::string notes_of(int64_t trigger) {
-  return " FROM jobs WHERE kind = 'note' AND (args->>'trigger')::bigint = "
+  return " FROM jobs_live WHERE kind = 'note' AND (args->>'trigger')::bigint = "
          + std::to_string(trigger);
 }
 
@@ -118,9 +118,9 @@ BOOST_AUTO_TEST_CASE(completed_follow_up_exists_exactly_when_its_trigger_is_comp
     aw::test::db_session probe{db.url};
     while (!stop) {
       auto r = probe.query(
-        "SELECT (SELECT count(*) FROM jobs WHERE kind = 'signup' "
+        "SELECT (SELECT count(*) FROM jobs_live WHERE kind = 'signup' "
         "        AND state = 'completed'), "
-        "       (SELECT count(*) FROM jobs WHERE kind = 'welcome')");
+        "       (SELECT count(*) FROM jobs_live WHERE kind = 'welcome')");
       if (r[0][0].as<int64_t>() != r[0][1].as<int64_t>())
         ++mismatches;
       ++samples;
@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(completed_follow_up_exists_exactly_when_its_trigger_is_comp
     auto ids = aw::test::enqueue_all(db, requests);
     auto done = aw::test::wait_until(
       [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'signup' "
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'signup' "
                         "AND state IN ('completed', 'cancelled')")
                    + s.scalar("SELECT count(*) FROM dead_letter_jobs")
                == n;
@@ -153,22 +153,22 @@ BOOST_AUTO_TEST_CASE(completed_follow_up_exists_exactly_when_its_trigger_is_comp
   BOOST_TEST_MESSAGE(samples.load() << " samples");
   BOOST_TEST(samples.load() > 0);
   BOOST_TEST(mismatches.load() == 0);
-  auto completed = s.scalar("SELECT count(*) FROM jobs WHERE kind = 'signup' "
+  auto completed = s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'signup' "
                             "AND state = 'completed'");
   BOOST_TEST(completed == 200);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome'") == completed);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome'") == completed);
   // One welcome per completed signup, none for the others; each built from
   // the post-completion row.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs AS t WHERE kind = 'signup' "
-                      "AND state = 'completed' AND (SELECT count(*) FROM jobs AS w "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live AS t WHERE kind = 'signup' "
+                      "AND state = 'completed' AND (SELECT count(*) FROM jobs_live AS w "
                       "WHERE w.kind = 'welcome' AND (w.args->>'signup_job_id')::bigint = t.id "
                       "AND w.args->'user' = t.args->'user') <> 1")
              == 0);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs AS w WHERE kind = 'welcome' "
-                      "AND NOT EXISTS (SELECT 1 FROM jobs AS t WHERE "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live AS w WHERE kind = 'welcome' "
+                      "AND NOT EXISTS (SELECT 1 FROM jobs_live AS t WHERE "
                       "t.id = (w.args->>'signup_job_id')::bigint AND t.state = 'completed')")
              == 0);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome' "
                       "AND (args->>'trigger_state' <> 'completed' OR queue <> 'mail' "
                       "OR state <> 'available')")
              == 0);
@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_CASE(each_on_enqueue_variant_inserts_its_follow_up_with_the_call
 
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note'") >= 5
+      return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note'") >= 5
              && s.text("SELECT state" + job_where(rescue_id)) == "completed";
     },
     patience));
@@ -277,7 +277,7 @@ BOOST_AUTO_TEST_CASE(each_on_enqueue_variant_inserts_its_follow_up_with_the_call
   // Follow-ups are ordinary jobs: these ran.
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note' "
+      return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note' "
                       "AND state = 'completed'")
              == 5;
     },
@@ -389,13 +389,13 @@ BOOST_AUTO_TEST_CASE(follow_up_returning_an_enqueue_request_lands_its_options) {
                                          {{"user", 8}, {"opted_out", true}});
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'signup' "
+      return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'signup' "
                       "AND state = 'completed'")
              == 2;
     },
     patience));
-  BOOST_REQUIRE_EQUAL(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome'"), 1);
-  auto f = std::string{" FROM jobs WHERE kind = 'welcome'"};
+  BOOST_REQUIRE_EQUAL(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome'"), 1);
+  auto f = std::string{" FROM jobs_live WHERE kind = 'welcome'"};
   BOOST_TEST(s.text("SELECT queue" + f) == "mail");
   BOOST_TEST(s.scalar("SELECT priority" + f) == 3);
   BOOST_TEST(s.scalar("SELECT max_attempts" + f) == 7);
@@ -451,13 +451,13 @@ BOOST_AUTO_TEST_CASE(throwing_follow_up_rolls_the_completion_back_and_records_a_
   BOOST_REQUIRE(log.wait_for(odd, event_type::retried, 1, patience));
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'signup' "
+      return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'signup' "
                       "AND state = 'completed'")
              == 18;
     },
     patience));
   auto welcomes_of = [&](int64_t id) {
-    return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome' "
+    return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome' "
                     "AND (args->>'trigger')::bigint = "
                     + std::to_string(id));
   };
@@ -492,7 +492,7 @@ BOOST_AUTO_TEST_CASE(throwing_follow_up_rolls_the_completion_back_and_records_a_
     }
   BOOST_TEST(!node.rt().wait_for(0ms).has_value());
   // The other 18, in the same batches, were recorded with their follow-ups.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome'") == 18);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome'") == 18);
   // Repaired, both run again (skipping the backoff) and complete, each
   // with exactly one follow-up.
   broken = false;
@@ -509,7 +509,7 @@ BOOST_AUTO_TEST_CASE(throwing_follow_up_rolls_the_completion_back_and_records_a_
       BOOST_TEST(s.scalar("SELECT attempt" + job_where(id)) >= 2);
       BOOST_TEST(welcomes_of(id) == 1);
     }
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome'") == 20);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome'") == 20);
   BOOST_TEST(throws.load() >= 2);
 }
 
@@ -550,7 +550,7 @@ BOOST_AUTO_TEST_CASE(callback_resolution_with_a_throwing_follow_up_is_refused_an
   BOOST_REQUIRE(log.wait_for(id, event_type::waiting_for_callback, 1, patience));
   auto w = job_where(id);
   auto callback_id = s.text("SELECT callback_id::text" + w);
-  auto before = s.text("SELECT to_jsonb(j)::text FROM jobs AS j WHERE id = "
+  auto before = s.text("SELECT to_jsonb(j)::text FROM jobs_live AS j WHERE id = "
                        + std::to_string(id));
   std::vector<std::pair<std::string, std::function<void()>>> attempts = {
     {"complete", [&] { rt.complete_external(callback_id, {{"ok", true}}); }},
@@ -572,10 +572,10 @@ BOOST_AUTO_TEST_CASE(callback_resolution_with_a_throwing_follow_up_is_refused_an
       BOOST_TEST(contains(err->what(), "rolled back"));
       BOOST_TEST(contains(err->what(), "audit log unavailable"));
       // Still waiting, unchanged; no follow-up.
-      BOOST_TEST(s.text("SELECT to_jsonb(j)::text FROM jobs AS j WHERE id = "
+      BOOST_TEST(s.text("SELECT to_jsonb(j)::text FROM jobs_live AS j WHERE id = "
                         + std::to_string(id))
                  == before);
-      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note'") == 0);
+      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note'") == 0);
       BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
     }
   }
@@ -622,7 +622,7 @@ BOOST_AUTO_TEST_CASE(failing_rescue_follow_up_leaves_the_rescue_applied) {
   BOOST_TEST(s.scalar("SELECT error_count" + job_where(id)) == 1);
   BOOST_TEST(contains(s.text("SELECT last_error_message" + job_where(id)),
                       "callback expired"));
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note'") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note'") == 0);
   // The node lives on and the job runs again.
   BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
   BOOST_TEST(s.text("SELECT state" + job_where(id)) == "completed");
@@ -746,7 +746,7 @@ BOOST_AUTO_TEST_CASE(process_killed_between_commit_and_hook_dispatch_keeps_the_f
       aw::test::wait_until(
         [&] {
           return s.text("SELECT state" + job_where(a)) == "completed"
-                 && s.scalar("SELECT count(*) FROM jobs WHERE kind = 'after' "
+                 && s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'after' "
                              "AND (args->>'trigger_id')::bigint = "
                              + std::to_string(a))
                       > 0;
@@ -758,11 +758,11 @@ BOOST_AUTO_TEST_CASE(process_killed_between_commit_and_hook_dispatch_keeps_the_f
     BOOST_TEST(WTERMSIG(status) == SIGKILL);
     // Durable: the completion and exactly one follow-up, committed together.
     BOOST_TEST(s.text("SELECT state" + job_where(a)) == "completed");
-    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'after' "
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'after' "
                         "AND (args->>'trigger_id')::bigint = "
                         + std::to_string(a))
                == 1);
-    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'after'") == 2);
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'after'") == 2);
     // Lost: no hook of A ever ran (neither its started nor its completed).
     auto suffix = "_" + std::to_string(a);
     std::vector<std::string> hook_files;
@@ -820,38 +820,38 @@ BOOST_AUTO_TEST_CASE(four_racing_workers_enqueue_exactly_one_follow_up_per_commi
     aw::test::enqueue_all(db, requests);
     auto done = aw::test::wait_until(
       [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'trigger' "
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'trigger' "
                         "AND state = 'completed'")
                == n;
       },
       std::chrono::seconds{120});
-    BOOST_REQUIRE_MESSAGE(done, s.scalar("SELECT count(*) FROM jobs WHERE kind = "
+    BOOST_REQUIRE_MESSAGE(done, s.scalar("SELECT count(*) FROM jobs_live WHERE kind = "
                                          "'trigger' AND state = 'completed'")
                                   << " of " << n << " completed");
   }
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'trigger' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'trigger' "
                       "AND attempt = 2 AND error_count = 1")
              == n);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note'") == 2 * n);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note'") == 2 * n);
   // Exactly one follow-up per (trigger, outcome).
   BOOST_TEST(s.scalar("SELECT count(*) FROM (SELECT args->>'trigger', args->>'event' "
-                      "FROM jobs WHERE kind = 'note' GROUP BY 1, 2 "
+                      "FROM jobs_live WHERE kind = 'note' GROUP BY 1, 2 "
                       "HAVING count(*) <> 1) AS dup")
              == 0);
-  BOOST_TEST(s.scalar("SELECT count(DISTINCT args->>'trigger') FROM jobs "
+  BOOST_TEST(s.scalar("SELECT count(DISTINCT args->>'trigger') FROM jobs_live "
                       "WHERE kind = 'note' AND args->>'event' = 'completed'")
              == n);
-  BOOST_TEST(s.scalar("SELECT count(DISTINCT args->>'trigger') FROM jobs "
+  BOOST_TEST(s.scalar("SELECT count(DISTINCT args->>'trigger') FROM jobs_live "
                       "WHERE kind = 'note' AND args->>'event' = 'retried'")
              == n);
   // Each built from its own attempt's row.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note' AND "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note' AND "
                       "(args->>'attempt')::int <> CASE args->>'event' "
                       "WHEN 'retried' THEN 1 ELSE 2 END")
              == 0);
   // The work was shared.
   BOOST_TEST(s.scalar("SELECT count(DISTINCT split_part(locked_by, ':', 1)) "
-                      "FROM jobs WHERE kind = 'trigger'")
+                      "FROM jobs_live WHERE kind = 'trigger'")
              >= 2);
 }
 

@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(slow_hook_delays_neither_completions_nor_shutdown) {
     aw::test::enqueue_all(db, requests);
     auto all_done = aw::test::wait_until(
       [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == n;
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") == n;
       },
       15s);
     auto took = std::chrono::steady_clock::now() - t0;
@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(slow_hook_delays_neither_completions_nor_shutdown) {
                          << "handled " << handled.load() << " of " << 2 * n
                          << " events meanwhile");
     BOOST_REQUIRE_MESSAGE(all_done,
-                          s.scalar("SELECT count(*) FROM jobs WHERE state = "
+                          s.scalar("SELECT count(*) FROM jobs_live WHERE state = "
                                    "'completed'")
                             << " of " << n << " completed within 15 s");
     // The hook is still working through its backlog: at most one event per
@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(slow_hook_delays_neither_completions_nor_shutdown) {
                                    << " ms");
     BOOST_TEST(handled.load() < 2 * n);
   }
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed' "
                       "AND attempt = 1")
              == n);
 }

@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(a_killed_leader_is_replaced_within_the_reclaim_window) {
           "'{\"ms\": 60000}' FROM generate_series(1, 6)");
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                        "AND locked_by LIKE 'a:%'")
              == 6;
     },
@@ -236,7 +236,7 @@ BOOST_AUTO_TEST_CASE(a_killed_leader_is_replaced_within_the_reclaim_window) {
   // (charged the lost attempt; nobody else serves `slow`, so they wait).
   BOOST_TEST(aw::test::wait_until(
     [&] {
-      return db.scalar("SELECT count(*) FROM jobs WHERE queue = 'slow' "
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE queue = 'slow' "
                        "AND locked_by IS NULL AND error_count = 1 "
                        "AND state IN ('available', 'scheduled')")
              == 6;

@@ -210,9 +210,9 @@ enqueue_all(const fresh_database& db,
   return ids;
 }
 
-/// " FROM jobs WHERE id = N"
+/// " FROM jobs_live WHERE id = N"
 inline std::string job_where(int64_t id) {
-  return " FROM jobs WHERE id = " + std::to_string(id);
+  return " FROM jobs_live WHERE id = " + std::to_string(id);
 }
 
 /// " FROM dead_letter_jobs WHERE original_job_id = N"

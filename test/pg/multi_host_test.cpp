@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(migrate_enqueue_admin_and_run_through_a_multi_host_url) {
                           "concurrency = 2\n"};
   aw::test::background_process worker{{"--config", cfg.path, "run"}, url};
   auto completed = [&](int64_t id) {
-    return db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' AND id = "
+    return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed' AND id = "
                      + std::to_string(id))
            == 1;
   };
@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(the_embedding_api_through_a_multi_host_url) {
   }
   BOOST_REQUIRE_MESSAGE(aw::test::wait_until(
                           [&] {
-                            return db.scalar("SELECT count(*) FROM jobs WHERE "
+                            return db.scalar("SELECT count(*) FROM jobs_live WHERE "
                                              "state = 'completed' AND id = "
                                              + std::to_string(id))
                                    == 1;

@@ -68,8 +68,8 @@ BOOST_AUTO_TEST_CASE(two_schedulers_on_one_tick_enqueue_it_once) {
              "the second scheduler waits for the first one's transaction");
   ta.commit();
   BOOST_TEST(second.get() == 0);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 1);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE id = " + std::to_string(id_a)
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 1);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE id = " + std::to_string(id_a)
                        + " AND kind = 'report' AND queue = 'default' AND priority = 2"
                          " AND args = '{\"to\":\"ops\"}'"
                          " AND metadata = '{\"periodic\":\"report\",\"tick\":"
@@ -105,8 +105,8 @@ BOOST_AUTO_TEST_CASE(eight_racing_schedulers_enqueue_each_of_fifty_ticks_once) {
   for (auto& e : errors)
     BOOST_TEST(e == "");
   BOOST_TEST(taken.load() == ticks);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == ticks);
-  BOOST_TEST(db.scalar("SELECT count(DISTINCT metadata->>'tick') FROM jobs") == ticks);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == ticks);
+  BOOST_TEST(db.scalar("SELECT count(DISTINCT metadata->>'tick') FROM jobs_live") == ticks);
   BOOST_TEST(db.scalar("SELECT extract(epoch FROM last_tick)::bigint FROM "
                        "periodic_schedules WHERE name = 'beat'")
              == noon + ticks - 1);
@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(an_earlier_or_the_same_tick_is_never_enqueued_again) {
   BOOST_TEST(take(*conn, tick_of("r", noon + 101)) > 0);
   // Schedules are independent.
   BOOST_TEST(take(*conn, tick_of("other", noon + 90)) > 0);
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 3);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 3);
 }
 
 BOOST_AUTO_TEST_CASE(a_rolled_back_take_leaves_the_tick_to_another_scheduler) {
@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(a_rolled_back_take_leaves_the_tick_to_another_scheduler) {
     ta.abort(); // the first leader lost its connection mid-enqueue
     BOOST_TEST(second.get() > 0);
   }
-  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 1);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(periodic_json_lists_schedules_with_their_last_and_next_run) {

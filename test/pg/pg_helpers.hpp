@@ -17,8 +17,8 @@
 
 namespace aw::test {
 
-/// The outcome `kind` of the run of job `id` among `claimed` (its batch and
-/// attempt identify the run).
+/// The outcome `kind` of the run of job `id` among `claimed` (its lease
+/// identifies the run).
 inline aw::job_outcome outcome(const std::vector<aw::claimed_job>& claimed,
                                int64_t id, aw::outcome_kind kind,
                                std::string message = {}) {
@@ -28,7 +28,7 @@ inline aw::job_outcome outcome(const std::vector<aw::claimed_job>& claimed,
   o.message = std::move(message);
   for (auto& j : claimed)
     if (j.id == id) {
-      o.batch_id = j.batch_id;
+      o.lease = j.lease;
       o.attempt = j.attempt;
     }
   return o;
@@ -57,48 +57,6 @@ results(const std::vector<aw::storage::finish_report>& reports) {
   for (auto& r : reports)
     out.push_back(r.result);
   return out;
-}
-
-/// store.claim(), repeated while the lanes' commit-order fence holds due jobs
-/// back. The fence is cluster-wide: a transaction open in another suite's
-/// database (ctest runs suites in parallel on one server) can hold this
-/// database's newest jobs back for up to fence_wait, so a test that expects
-/// "everything due" claims through here. Tests of the fence itself call
-/// claim() directly.
-inline aw::claim_result claim_settled(aw::storage::job_store& store,
-                                      const std::string& queue, int limit,
-                                      int64_t max_bytes = int64_t{1} << 40) {
-  auto result = store.claim(queue, limit, max_bytes);
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (result.more_soon && !result.byte_bound
-         && static_cast<int>(result.jobs.size()) < limit
-         && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    int64_t used = 0;
-    for (auto& j : result.jobs)
-      used += static_cast<int64_t>(j.bytes());
-    if (!result.jobs.empty() && used >= max_bytes)
-      break;
-    auto more = store.claim(queue, limit - static_cast<int>(result.jobs.size()),
-                            result.jobs.empty() ? max_bytes : max_bytes - used);
-    for (auto& j : more.jobs)
-      result.jobs.push_back(std::move(j));
-    // Every retry's report of jobs set aside counts, merged by kind and
-    // priority.
-    for (auto& s : more.set_aside) {
-      auto same = std::find_if(
-        result.set_aside.begin(), result.set_aside.end(), [&](auto& x) {
-          return x.kind == s.kind && x.priority == s.priority;
-        });
-      if (same == result.set_aside.end())
-        result.set_aside.push_back(std::move(s));
-      else
-        same->count += s.count;
-    }
-    result.more_soon = more.more_soon;
-    result.byte_bound = more.byte_bound;
-  }
-  return result;
 }
 
 /// One connection, one autocommit statement per call.

@@ -26,23 +26,20 @@ namespace {
 void count_claims(aw::test::db_session& s) {
   s.exec(R"sql(
 CREATE SEQUENCE test_claims;
-ALTER FUNCTION actor_worker_claim(text, text, integer, bigint, bigint, text[],
-                                  integer, text[])
+ALTER FUNCTION actor_worker_claim(text, text, integer, bigint, text[], text[])
   RENAME TO actor_worker_claim_counted;
 CREATE FUNCTION actor_worker_claim(
   p_queue text, p_worker text, p_limit integer, p_max_bytes bigint,
-  p_default_deadline_ms bigint, p_observed text[], p_fence_wait_ms integer,
-  p_kinds text[] DEFAULT NULL)
-RETURNS TABLE (batch_id bigint, id bigint, kind text, args text,
+  p_kinds text[], p_observed text[])
+RETURNS TABLE (lease bigint, id bigint, kind text, args text,
                priority integer, attempt integer, error_count integer,
                max_attempts integer, metadata text, deadline_ms bigint,
-               event_row text)
+               event_row text, note jsonb)
 LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM nextval('test_claims');
   RETURN QUERY SELECT * FROM actor_worker_claim_counted(
-    p_queue, p_worker, p_limit, p_max_bytes, p_default_deadline_ms,
-    p_observed, p_fence_wait_ms, p_kinds);
+    p_queue, p_worker, p_limit, p_max_bytes, p_kinds, p_observed);
 END $$;
 )sql");
 }
@@ -129,7 +126,7 @@ BOOST_AUTO_TEST_CASE(runtimes_sharing_a_gate_poll_idly_only_as_its_permits_allow
     }
     BOOST_TEST(aw::test::wait_until(
       [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                == 3;
       },
       5s));

@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(a_pause_written_with_plain_sql_is_announced) {
   s.exec("INSERT INTO queue_controls (queue, paused) VALUES ('q', true)");
   BOOST_TEST(l.heard(1) == strings{"pause:q"}, boost::test_tools::per_element());
   BOOST_TEST(s.scalar("SELECT count(*) FROM actor_worker_claim('q', 'w', 0, "
-                      "1000000, 0, '{}', 0) WHERE kind = 'paused'")
+                      "1000000, NULL, '{}') WHERE note->>'paused' = 'true'")
              == 1);
 }
 
@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(a_worker_is_told_of_a_plain_sql_pause_at_once) {
     s.exec("INSERT INTO jobs (kind) VALUES ('tick')");
     std::this_thread::sleep_for(1s);
     BOOST_TEST(ran.load() == 1);
-    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available'")
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'")
                == 1);
 
     s.exec("UPDATE queue_controls SET paused = false, paused_at = NULL "

@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
   opts.worker_id = "w1";
   opts.max_retries = 20;
   aw::storage::job_store store{opts};
-  auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
+  auto claimed = store.claim("default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 4u);
   std::vector<aw::job_outcome> outcomes;
   for (size_t i = 0; i < ids.size(); ++i)
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
     BOOST_TEST((r == aw::finish_result::applied));
   aw::test::db_session s{db.url};
   for (size_t i = 0; i < ids.size(); ++i) {
-    auto where = " FROM jobs WHERE id = " + std::to_string(ids[i]);
+    auto where = " FROM jobs_live WHERE id = " + std::to_string(ids[i]);
     BOOST_TEST_CONTEXT("job with " << before[i] << " earlier failure(s)") {
       BOOST_TEST(s.text("SELECT state" + where) == "scheduled");
       BOOST_TEST(s.scalar("SELECT error_count" + where) == before[i] + 1);
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
     }
   }
   // Not claimable before the backoff passes.
-  BOOST_TEST(aw::test::claim_settled(store, "default", 10).jobs.empty());
+  BOOST_TEST(store.claim("default", 10).jobs.empty());
 }
 
 BOOST_AUTO_TEST_CASE(job_is_dead_lettered_after_exactly_max_retries_plus_one_runs) {
@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(job_is_dead_lettered_after_exactly_max_retries_plus_one_run
   BOOST_TEST(s.scalar("SELECT error_count" + dead_letter_of(id)) == 3);
   BOOST_TEST(s.text("SELECT last_error_message" + dead_letter_of(id))
              == "always broken");
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(job_with_max_attempts_n_runs_at_most_n_times) {
@@ -158,14 +158,14 @@ BOOST_AUTO_TEST_CASE(job_with_max_attempts_n_runs_at_most_n_times) {
              == "failed on purpose");
   BOOST_TEST(s.text("SELECT last_error_message" + dead_letter_of(four_id))
              == "failed on purpose");
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(job_that_fails_then_succeeds_completes_on_its_retry) {
   aw::test::fresh_database db;
   auto id = enqueue_one(db, "fail", {{"times", 2}, {"message", "flaky"}});
   aw::test::db_session s{db.url};
-  auto where = " FROM jobs WHERE id = " + std::to_string(id);
+  auto where = " FROM jobs_live WHERE id = " + std::to_string(id);
   {
     aw::test::worker_node node{retry_config(db, 5), builtin_registry()};
     BOOST_REQUIRE(aw::test::wait_until(
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(terminal_failure_goes_straight_to_the_dead_letter_queue) {
   BOOST_TEST(s.scalar("SELECT error_count" + dead_letter_of(id)) == 1);
   BOOST_TEST(s.text("SELECT last_error_message" + dead_letter_of(id))
              == "card declined");
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(malformed_args_are_dead_lettered_naming_kind_and_parse_error) {
@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(malformed_args_are_dead_lettered_naming_kind_and_parse_erro
   // nlohmann's parse error, as the handler's from_json raised it.
   BOOST_TEST(contains(message, "type must be number, but is string"));
   BOOST_TEST(s.scalar("SELECT attempt" + dead_letter_of(id)) == 1);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(dead_letter_row_carries_the_original_job) {
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(dead_letter_row_carries_the_original_job) {
   BOOST_TEST(s.check("SELECT failed_at BETWEEN now() - interval '2 minutes' AND now()" + d));
   BOOST_TEST(s.check("SELECT metadata = '{\"tenant\": \"acme\"}'::jsonb" + d));
   BOOST_TEST(s.check("SELECT tags = ARRAY['invoice', 'eu']::text[]" + d));
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE id = " + std::to_string(id)) == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE id = " + std::to_string(id)) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -45,7 +45,7 @@ aw::runtime_config sharded_config(const aw::test::fresh_database& main,
 }
 
 int64_t count(const aw::test::fresh_database& db, const std::string& where) {
-  return db.scalar("SELECT count(*) FROM jobs WHERE " + where);
+  return db.scalar("SELECT count(*) FROM jobs_live WHERE " + where);
 }
 
 } // namespace
@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(one_runtime_serves_and_routes_two_databases) {
     return r.empty() || r[0][0].is_null() ? std::string{}
                                           : r[0][0].as<std::string>();
   };
-  auto error = text_of("SELECT last_error_message FROM jobs WHERE id = "
+  auto error = text_of("SELECT last_error_message FROM jobs_live WHERE id = "
                        + std::to_string(crossing));
   BOOST_TEST(error.find("queue 'default', which lives in database 'default'")
                != std::string::npos,
@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(one_runtime_serves_and_routes_two_databases) {
   std::string callback_id;
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      callback_id = text_of("SELECT callback_id FROM jobs WHERE id = "
+      callback_id = text_of("SELECT callback_id FROM jobs_live WHERE id = "
                             + std::to_string(parked)
                             + " AND state = 'waiting_external'");
       return !callback_id.empty();

@@ -269,10 +269,10 @@ BOOST_AUTO_TEST_CASE(stale_lease_of_a_dead_worker_is_rescued_with_a_rescued_even
   const std::string dead_worker = "dead-node:4242:0badf00d";
   {
     auto dead = other_worker(db, dead_worker);
-    auto claimed = aw::test::claim_settled(*dead, "default", 10);
+    auto claimed = dead->claim("default", 10);
     BOOST_REQUIRE_EQUAL(claimed.jobs.size(), 3u);
   }
-  BOOST_REQUIRE_EQUAL(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+  BOOST_REQUIRE_EQUAL(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                                "AND locked_by = '" + dead_worker + "'"),
                       3);
   auto reg = std::make_shared<aw::registry>();
@@ -434,11 +434,13 @@ BOOST_AUTO_TEST_CASE(stale_outcomes_of_jobs_reclaimed_under_their_handlers_fire_
     std::this_thread::sleep_for(10ms); // older than the 1 ms window
     BOOST_REQUIRE_EQUAL(other->rescue(100).size(), ids.size());
   }
-  s.exec("UPDATE job_rows SET state = 'running', attempt = attempt + 1, "
-         "locked_by = '" + thief + "', locked_at = now(), run_at = now() "
+  s.exec("INSERT INTO job_batches (id, queue, priority, worker, on_lane, size) "
+         "VALUES (2, 'default', 0, '" + thief + "', false, 5)");
+  s.exec("UPDATE jobs SET state = 'running', attempt = attempt + 1, "
+         "batch_id = 2, ready_xid = '0', run_at = now() "
          "WHERE id IN (" + id_list(ids) + ")");
   auto rows_before = s.text("SELECT string_agg(to_jsonb(j)::text, ',' ORDER BY id) "
-                            "FROM jobs AS j WHERE id IN (" + id_list(ids) + ")");
+                            "FROM jobs_live AS j WHERE id IN (" + id_list(ids) + ")");
   g.release();
   // Each outcome ends refused as stale (or, were it recorded, with an
   // event beyond the `started`).
@@ -465,7 +467,7 @@ BOOST_AUTO_TEST_CASE(stale_outcomes_of_jobs_reclaimed_under_their_handlers_fire_
     }
   // The rows are the other worker's, untouched.
   BOOST_TEST(s.text("SELECT string_agg(to_jsonb(j)::text, ',' ORDER BY id) "
-                    "FROM jobs AS j WHERE id IN (" + id_list(ids) + ")")
+                    "FROM jobs_live AS j WHERE id IN (" + id_list(ids) + ")")
              == rows_before);
   BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
 }
@@ -519,7 +521,7 @@ BOOST_AUTO_TEST_CASE(hook_reading_the_job_row_over_its_own_connection_sees_the_c
     auto row = tx.exec_params1(
       "SELECT coalesce("
       " (SELECT jsonb_build_object('state', state, 'attempt', attempt,"
-      "   'error_count', error_count) FROM jobs WHERE id = $1),"
+      "   'error_count', error_count) FROM jobs_live WHERE id = $1),"
       " (SELECT jsonb_build_object('state', 'dead_lettered', 'attempt', attempt,"
       "   'error_count', error_count) FROM dead_letter_jobs"
       "   WHERE original_job_id = $1),"
@@ -618,7 +620,7 @@ BOOST_AUTO_TEST_CASE(follow_up_insert_refused_by_the_database_rolls_the_worker_o
   auto ids = aw::test::enqueue_all(db, requests);
   auto bad = ids.at(4);
   auto welcomes_of = [&](int64_t id) {
-    return s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome' "
+    return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome' "
                     "AND (args->>'trigger')::bigint = " + std::to_string(id));
   };
   BOOST_REQUIRE(log.wait_for(bad, event_type::retried, 1, patience));
@@ -653,7 +655,7 @@ BOOST_AUTO_TEST_CASE(follow_up_insert_refused_by_the_database_rolls_the_worker_o
     patience));
   BOOST_TEST(s.text("SELECT state" + job_where(bad)) == "completed");
   BOOST_TEST(welcomes_of(bad) == 1);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'welcome'") == 10);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'welcome'") == 10);
   BOOST_TEST(!node.rt().wait_for(0ms).has_value());
 }
 
@@ -693,7 +695,7 @@ BOOST_AUTO_TEST_CASE(follow_up_insert_refused_by_the_database_refuses_the_callba
   auto w = job_where(id);
   auto callback_id = s.text("SELECT callback_id::text" + w);
   auto row = [&] {
-    return s.text("SELECT to_jsonb(j)::text FROM jobs AS j WHERE id = "
+    return s.text("SELECT to_jsonb(j)::text FROM jobs_live AS j WHERE id = "
                   + std::to_string(id));
   };
   auto before = row();
@@ -719,7 +721,7 @@ BOOST_AUTO_TEST_CASE(follow_up_insert_refused_by_the_database_refuses_the_callba
       // Still waiting, unchanged, and nothing inserted.
       BOOST_TEST(s.text("SELECT state" + w) == "waiting_external");
       BOOST_TEST(row() == before);
-      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note'") == 0);
+      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note'") == 0);
       BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
     }
   flush_events(db, log);
@@ -728,7 +730,7 @@ BOOST_AUTO_TEST_CASE(follow_up_insert_refused_by_the_database_refuses_the_callba
   broken = false;
   rt.complete_external(callback_id, {{"ok", true}});
   BOOST_TEST(s.text("SELECT state" + w) == "completed");
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'note' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note' "
                       "AND args->>'event' = 'completed' "
                       "AND (args->>'trigger')::bigint = " + std::to_string(id))
              == 1);
@@ -768,7 +770,7 @@ BOOST_AUTO_TEST_CASE(follow_up_with_unique_and_run_at_is_deduplicated_and_schedu
     orders.push_back(aw::test::enqueue_one(db, "order", {{"customer", customer}}));
   for (auto id : orders)
     BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
-  auto reminders = std::string{" FROM jobs WHERE kind = 'reminder'"};
+  auto reminders = std::string{" FROM jobs_live WHERE kind = 'reminder'"};
   BOOST_TEST(s.scalar("SELECT count(*)" + reminders) == 2);
   for (auto* customer : {"ada", "bob"})
     BOOST_TEST_CONTEXT(customer) {

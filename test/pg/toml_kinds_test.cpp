@@ -99,7 +99,7 @@ job_state state_of(aw::test::db_session& s, int64_t id) {
   auto id_s = std::to_string(id);
   auto rows = s.query("SELECT state, error_count, coalesce(last_error_message, ''), "
                       "extract(epoch FROM run_at - now())::float8 "
-                      "FROM jobs WHERE id = " + id_s);
+                      "FROM jobs_live WHERE id = " + id_s);
   if (!rows.empty())
     return {rows[0][0].as<std::string>(), rows[0][1].as<int>(),
             rows[0][2].as<std::string>(), rows[0][3].as<double>()};
@@ -376,7 +376,7 @@ BOOST_AUTO_TEST_CASE(http_kinds_run_through_the_binary) {
   auto log = worker.log();
   BOOST_TEST(contains(log, "HTTP 404"), "the failures are logged");
   BOOST_TEST(!contains(log, token));
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE last_error_message "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE last_error_message "
                       "LIKE '%" + token + "%'") == 0);
   BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs WHERE "
                       "last_error_message LIKE '%" + token + "%'") == 0);

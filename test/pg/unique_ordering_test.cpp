@@ -88,13 +88,13 @@ BOOST_AUTO_TEST_CASE(ten_concurrent_producers_of_one_unique_job_insert_one_row_a
       for (int i = 1; i < producers; ++i)
         BOOST_TEST(ids[i] == ids[0], "producer " << i << " got " << ids[i]
                                                  << ", producer 0 got " << ids[0]);
-      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'report' "
+      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'report' "
                           "AND (args->>'round')::int = "
                           + std::to_string(round))
                  == 1);
     }
   }
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 3);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 3);
 }
 
 BOOST_AUTO_TEST_CASE(unique_key_is_kind_and_canonical_args_and_by_queue_adds_the_queue) {
@@ -129,8 +129,8 @@ BOOST_AUTO_TEST_CASE(unique_key_is_kind_and_canonical_args_and_by_queue_adds_the
   BOOST_TEST(enqueue("export", {{"day", 1}}, "a", true) == qa);
   BOOST_TEST(enqueue("export", {{"day", 1}}, "b", true) == qb);
   BOOST_TEST(s.text("SELECT queue" + job_where(qb)) == "b");
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'sync'") == 2);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'export'") == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'sync'") == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'export'") == 2);
 }
 
 BOOST_AUTO_TEST_CASE(unique_period_holds_within_a_time_bucket_and_not_across_buckets) {
@@ -170,8 +170,8 @@ BOOST_AUTO_TEST_CASE(unique_period_holds_within_a_time_bucket_and_not_across_buc
     BOOST_TEST(again == second);
     tx.commit();
   }
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'ping'") == 2);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'digest'") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'ping'") == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'digest'") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states) {
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
     return id;
   };
   auto run = [&](int64_t id, aw::outcome_kind kind) {
-    auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
+    auto claimed = store.claim("default", 10).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
     BOOST_REQUIRE_EQUAL(claimed[0].id, id);
     auto reports = store.finish({aw::test::outcome(claimed, id, kind, "done")});
@@ -203,7 +203,7 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
   auto a1 = enqueue({{"file", "a.csv"}}, active);
   BOOST_TEST(enqueue({{"file", "a.csv"}}, active) == a1); // available blocks
   {
-    auto claimed = aw::test::claim_settled(store, "default", 10).jobs;
+    auto claimed = store.claim("default", 10).jobs;
     BOOST_REQUIRE_EQUAL(claimed.size(), 1u);
     BOOST_TEST(enqueue({{"file", "a.csv"}}, active) == a1); // running blocks
     store.finish({aw::test::outcome(claimed, a1, aw::outcome_kind::completed)});
@@ -236,7 +236,7 @@ BOOST_AUTO_TEST_CASE(unique_job_stops_blocking_once_it_leaves_its_unique_states)
   aw::unique_options with_cancelled;
   with_cancelled.states = {"available", "running", "cancelled"};
   auto d1 = enqueue({{"file", "d.csv"}}, with_cancelled);
-  auto claimed = aw::test::claim_settled(store, "default", 10).jobs; // also claims c3
+  auto claimed = store.claim("default", 10).jobs; // also claims c3
   store.finish({aw::test::outcome(claimed, d1, aw::outcome_kind::cancelled)});
   BOOST_TEST(s.text("SELECT state" + job_where(d1)) == "cancelled");
   BOOST_TEST(enqueue({{"file", "d.csv"}}, with_cancelled) == d1);
@@ -258,7 +258,7 @@ BOOST_AUTO_TEST_CASE(cli_enqueue_unique_prints_the_existing_id_and_stores_the_or
   BOOST_TEST(other != first);
   // Without --unique a duplicate is a new job.
   BOOST_TEST(enqueue("report '{\"day\": 1}'") != first);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'report'") == 3);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'report'") == 3);
   auto keyed = enqueue("step '{}' --ordering-key acct-9");
   BOOST_TEST(s.text("SELECT ordering_key" + job_where(keyed)) == "acct-9");
   BOOST_TEST(s.check("SELECT ordering_key IS NULL AND unique_key IS NOT NULL"
@@ -343,10 +343,10 @@ BOOST_AUTO_TEST_CASE(ordering_key_jobs_never_overlap_and_run_in_enqueue_order_ac
     BOOST_REQUIRE_MESSAGE(
       aw::test::wait_until(
         [&] {
-          return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == n;
+          return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") == n;
         },
         patience),
-      s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") << " of " << n
+      s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") << " of " << n
                                                                       << " completed");
   }
   auto runs = log.snapshot();
@@ -368,7 +368,7 @@ BOOST_AUTO_TEST_CASE(ordering_key_jobs_never_overlap_and_run_in_enqueue_order_ac
   BOOST_TEST_MESSAGE("jobs per node: "
                      << s.text("SELECT string_agg(node || ' ' || c, ', ') FROM ("
                                "SELECT split_part(locked_by, ':', 1) AS node, "
-                               "count(*) AS c FROM jobs GROUP BY 1) AS x"));
+                               "count(*) AS c FROM jobs_live GROUP BY 1) AS x"));
 }
 
 BOOST_AUTO_TEST_CASE(finishing_an_ordered_job_wakes_the_next_without_waiting_for_the_idle_poll) {
@@ -390,7 +390,7 @@ BOOST_AUTO_TEST_CASE(finishing_an_ordered_job_wakes_the_next_without_waiting_for
   aw::test::enqueue_all(db, requests);
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == n;
+      return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") == n;
     },
     60s));
   auto took = std::chrono::steady_clock::now() - start;
@@ -424,7 +424,7 @@ BOOST_AUTO_TEST_CASE(ordering_key_job_waits_while_an_earlier_one_is_retried_or_u
     aw::test::worker_node node{fast_poll(db.config(8), "n1"), ordered_registry(log)};
     BOOST_REQUIRE(aw::test::wait_until(
       [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 3;
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") == 3;
       },
       patience));
   }
@@ -493,7 +493,7 @@ BOOST_AUTO_TEST_CASE(jobs_of_different_ordering_keys_run_in_parallel) {
     aw::test::enqueue_all(db, requests);
     BOOST_REQUIRE(aw::test::wait_until(
       [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                == keys * per_key;
       },
       patience));

@@ -106,12 +106,12 @@ BOOST_AUTO_TEST_CASE(four_workers_run_each_of_10000_jobs_exactly_once) {
     BOOST_REQUIRE_EQUAL(ids.size(), static_cast<size_t>(n));
     auto done = aw::test::wait_until(
       [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
                == n;
       },
       std::chrono::seconds{150});
     BOOST_REQUIRE_MESSAGE(done, "only "
-                                  << s.scalar("SELECT count(*) FROM jobs "
+                                  << s.scalar("SELECT count(*) FROM jobs_live "
                                               "WHERE state = 'completed'")
                                   << " of " << n << " jobs completed");
     for (auto& node : nodes)
@@ -123,12 +123,12 @@ BOOST_AUTO_TEST_CASE(four_workers_run_each_of_10000_jobs_exactly_once) {
   for (auto& [id, count] : executions)
     twice += count != 1;
   BOOST_TEST(twice == 0);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE attempt = 1 "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE attempt = 1 "
                       "AND error_count = 0")
              == n);
   // Every node did some of the work.
   BOOST_TEST(s.scalar("SELECT count(DISTINCT split_part(locked_by, ':', 1)) "
-                      "FROM jobs")
+                      "FROM jobs_live")
              == 4);
 }
 
@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(stop_releases_running_jobs_without_charging_an_attempt) {
     reg.reset(); // the node owns the registry
     BOOST_REQUIRE(aw::test::wait_until([&] { return g.started_count() == 3; },
                                        patience));
-    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'") == 3);
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running'") == 3);
     auto t0 = std::chrono::steady_clock::now();
     auto report = node.rt().stop(200ms);
     auto took = std::chrono::steady_clock::now() - t0;
@@ -185,14 +185,14 @@ BOOST_AUTO_TEST_CASE(stop_releases_running_jobs_without_charging_an_attempt) {
     // The drain budget is 500 ms, the handler wait 200 ms; the handlers
     // would block for 5 s.
     BOOST_TEST((took < 3s));
-    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available' "
                         "AND error_count = 0 AND locked_by IS NULL "
                         "AND locked_at IS NULL AND last_error_message IS NULL")
                == 3);
     g.release(); // let the abandoned handlers return before teardown
   }
   // The abandoned handlers returning afterwards changed nothing.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available' "
                       "AND error_count = 0")
              == 3);
   BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
@@ -221,14 +221,14 @@ BOOST_AUTO_TEST_CASE(job_finishing_within_the_drain_budget_records_its_outcome) 
     // It returned once the jobs finished, not after the whole budget.
     BOOST_TEST((std::chrono::steady_clock::now() - t0 < 8s));
   }
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed' "
                       "AND finalized_at IS NOT NULL AND attempt = 1")
              == 2);
 }
 
 BOOST_AUTO_TEST_CASE(missing_column_stops_the_node_with_an_error_naming_it) {
   aw::test::fresh_database db;
-  db.exec("ALTER TABLE job_rows DROP COLUMN metadata CASCADE");
+  db.exec("ALTER TABLE jobs DROP COLUMN metadata CASCADE");
   auto reg = std::make_shared<aw::registry>();
   aw::test::worker_node node{db.config(), reg};
   reg.reset();
@@ -238,7 +238,7 @@ BOOST_AUTO_TEST_CASE(missing_column_stops_the_node_with_an_error_naming_it) {
   auto text = aw::render(*ended);
   BOOST_TEST_MESSAGE("error: " << text);
   BOOST_TEST(contains(text, "schema_outdated"));
-  BOOST_TEST(contains(text, "table job_rows is missing column metadata"));
+  BOOST_TEST(contains(text, "table jobs is missing column metadata"));
   BOOST_TEST(contains(text, "run `actor-worker migrate`"));
 }
 
@@ -303,7 +303,7 @@ BOOST_AUTO_TEST_CASE(typed_handler_gets_its_args_parsed_into_a_struct) {
     reg.reset();
     BOOST_REQUIRE(aw::test::wait_until(
       [&] {
-        return s.text("SELECT state FROM jobs WHERE id = " + std::to_string(id))
+        return s.text("SELECT state FROM jobs_live WHERE id = " + std::to_string(id))
                == "completed";
       },
       patience));
@@ -337,12 +337,12 @@ BOOST_AUTO_TEST_CASE(zero_completed_retention_deletes_rows_at_completion) {
     reg.reset();
     BOOST_REQUIRE(aw::test::wait_until(
       [&] {
-        return runs.load() == 20 && s.scalar("SELECT count(*) FROM jobs") == 0;
+        return runs.load() == 20 && s.scalar("SELECT count(*) FROM jobs_live") == 0;
       },
       patience));
   }
   BOOST_TEST(runs.load() == 20);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 0);
   BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
 }
 

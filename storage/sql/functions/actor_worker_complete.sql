@@ -1,0 +1,47 @@
+-- Completions of lane jobs: one receipt per batch, and nothing written to
+-- the jobs' rows (unless p_delete: completed_retention 0 deletes them at
+-- once). p_batches[i] is the lease of job p_ids[i]. Only batches of
+-- p_worker that no rescue took back count, and only jobs still in them
+-- (not released or moved off by an earlier outcome: a receipt `done =
+-- false` names those); returns the ids recorded. FOR KEY SHARE holds a
+-- rescue of the same batch (FOR UPDATE) off until this commits, and makes
+-- this wait for a rescue under way. A batch whose receipts then hold all
+-- its jobs is marked finished.
+CREATE OR REPLACE FUNCTION actor_worker_complete(
+  p_worker text, p_batches bigint[], p_ids bigint[], p_delete boolean)
+RETURNS SETOF bigint
+LANGUAGE sql VOLATILE
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+  WITH live AS (
+    SELECT b.id FROM job_batches AS b
+     WHERE b.id = ANY (p_batches) AND b.worker = p_worker AND b.on_lane
+       AND b.rescued_at IS NULL
+       FOR KEY SHARE
+  ), gone AS (
+    SELECT r.batch_id, x.id
+      FROM batch_receipts AS r, unnest(r.ids) AS x(id)
+     WHERE r.batch_id IN (SELECT live.id FROM live) AND NOT r.done
+  ), receipts AS (
+    INSERT INTO batch_receipts (batch_id, done, ids)
+    SELECT u.batch, true, array_agg(u.id)
+      FROM unnest(p_batches, p_ids) AS u(batch, id)
+      JOIN live ON live.id = u.batch
+     WHERE NOT EXISTS (SELECT 1 FROM gone AS g
+                        WHERE g.batch_id = u.batch AND g.id = u.id)
+     GROUP BY u.batch
+    RETURNING batch_id, ids
+  ), finished AS (
+    UPDATE job_batches AS b SET finished_at = now()
+      FROM receipts AS r
+     WHERE b.id = r.batch_id AND b.finished_at IS NULL
+       AND coalesce((SELECT sum(cardinality(x.ids)) FROM batch_receipts AS x
+                      WHERE x.batch_id = b.id), 0) + cardinality(r.ids) >= b.size
+  ), deleted AS (
+    DELETE FROM jobs AS j
+     WHERE p_delete AND j.id IN (SELECT unnest(r.ids) FROM receipts AS r)
+       AND j.ready_xid <> '0' AND j.state = 'available'
+  )
+  SELECT unnest(r.ids) FROM receipts AS r
+$$;

@@ -1,0 +1,46 @@
+-- Lane jobs whose run ends other than by completing (a failure, a snooze,
+-- a park, a cancel): each becomes an ordinary running row of its batch
+-- (off the lane, its attempt counted, batch_id set), so that the row
+-- statements record the outcome as for any row-claimed job. p_batches[i]
+-- is the lease of job p_ids[i]. Only batches of p_worker that no rescue
+-- took back count, and only jobs still on the lane in that batch; returns
+-- the ids changed. A receipt records that they left the batch (which is
+-- then marked finished if its receipts hold all its jobs).
+CREATE OR REPLACE FUNCTION actor_worker_materialize(
+  p_worker text, p_batches bigint[], p_ids bigint[])
+RETURNS SETOF bigint
+LANGUAGE sql VOLATILE
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+  WITH live AS (
+    SELECT b.* FROM job_batches AS b
+     WHERE b.id = ANY (p_batches) AND b.worker = p_worker AND b.on_lane
+       AND b.rescued_at IS NULL
+       FOR KEY SHARE
+  ), moved AS (
+    UPDATE jobs AS j
+       SET ready_xid = '0', state = 'running', attempt = j.attempt + 1,
+           batch_id = l.id
+      FROM unnest(p_batches, p_ids) AS u(batch, id)
+      JOIN live AS l ON l.id = u.batch
+     WHERE j.id = u.id AND j.state = 'available' AND j.ready_xid <> '0'
+       AND j.queue = l.queue AND j.priority = l.priority
+       AND (j.ready_xid, j.id) >= (l.first_xid, l.first_id)
+       AND (j.ready_xid, j.id) <= (l.to_xid, l.to_id)
+       AND pg_visible_in_snapshot(j.ready_xid, l.tick_hi)
+       AND NOT pg_visible_in_snapshot(j.ready_xid, l.tick_lo)
+    RETURNING j.id, l.id AS batch
+  ), receipts AS (
+    INSERT INTO batch_receipts (batch_id, done, ids)
+    SELECT m.batch, false, array_agg(m.id) FROM moved AS m GROUP BY m.batch
+    RETURNING batch_id, ids
+  ), finished AS (
+    UPDATE job_batches AS b SET finished_at = now()
+      FROM receipts AS r
+     WHERE b.id = r.batch_id AND b.finished_at IS NULL
+       AND coalesce((SELECT sum(cardinality(x.ids)) FROM batch_receipts AS x
+                      WHERE x.batch_id = b.id), 0) + cardinality(r.ids) >= b.size
+  )
+  SELECT m.id FROM moved AS m
+$$;

@@ -1,0 +1,4 @@
+-- The ring's retention (storage/sql/functions/actor_worker_recycle.sql):
+-- empties the slot that came due, for completed_retention $1 s; what it
+-- did, or NULL.
+SELECT actor_worker_recycle(make_interval(secs => $1::double precision)) AS done
