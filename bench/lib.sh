@@ -48,3 +48,32 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
+
+# A session holding a transaction id open, as an idle-in-transaction client
+# does: bench_hold_start WEATHER DB, where WEATHER is 0 (nothing), 1 (in
+# another database: postgres) or same (in DB); bench_hold_stop ends it.
+HOLD_PID=""
+bench_hold_start() {
+  local weather=$1 db=$2 fifo tries=0
+  case "$weather" in 0) return 0 ;; 1) db=postgres ;; same) ;; *) die "a weather is 0, 1 or same, not '$weather'" ;; esac
+  fifo=$(mktemp -u /tmp/aw-bench-hold.XXXXXX)
+  mkfifo "$fifo"
+  "${PSQL[@]}" -p "$PORT" -d "$db" <"$fifo" >/dev/null 2>&1 &
+  HOLD_PID=$!
+  exec {HOLD_FD}>"$fifo"
+  rm -f "$fifo"
+  printf 'begin;\nselect txid_current();\n' >&"$HOLD_FD"
+  until [ "$(sql postgres -c "select count(*) from pg_stat_activity
+                               where backend_xid is not null and state = 'idle in transaction'")" != 0 ]; do
+    tries=$((tries + 1)); [ "$tries" -lt 250 ] || die "the holding transaction did not start"
+    sleep 0.02
+  done
+  BENCH_CLEANUP+=("kill -KILL $HOLD_PID 2>/dev/null || true")
+}
+bench_hold_stop() {
+  [ -n "$HOLD_PID" ] || return 0
+  printf 'rollback;\n\\q\n' >&"$HOLD_FD"
+  exec {HOLD_FD}>&-
+  wait "$HOLD_PID" 2>/dev/null || true
+  HOLD_PID=""
+}

@@ -6,53 +6,49 @@
 #   bench/soak.sh                       # 30 minutes (about 35 with the setup)
 #   MINUTES=5 bench/soak.sh             # a quick look
 #   RATE=20000 bench/soak.sh            # a fixed enqueue rate (jobs/s)
-#   ENQUEUE=packed bench/soak.sh        # the producer writes packs (020)
+#   HOLD=0 bench/soak.sh                # clear weather all the way
 #
 # Steps: fresh database -> `actor-worker migrate` -> DRAIN_N no-op jobs in
 # one INSERT -> one `actor-worker run` (shipped defaults apart from
 # CONCURRENCY and completed_retention) drains them: the drain rate -> pgbench
-# inserts BATCH jobs per transaction through the `jobs` view at 70% of it
-# (RATE overrides) for MINUTES minutes while the same worker keeps working
-# -> the backlog drains -> SIGTERM -> every job ran exactly once.
+# inserts BATCH jobs per transaction into `jobs` at 70% of it (RATE
+# overrides) for MINUTES minutes while the same worker keeps working -> the
+# backlog drains -> SIGTERM -> every job ran exactly once.
+#
+# The weather: from minute HOLD_FROM (5) to minute HOLD_UNTIL (20) a
+# session holds a transaction id open (BEGIN; SELECT txid_current(); and
+# nothing else, as an idle-in-transaction client or a long migration does):
+# HOLD=same (the default) in the queue's own database, HOLD=1 in another
+# database of the server, HOLD=0 never.
 #
 # Every SAMPLE_S seconds (60) the script samples the queue tables: live and
-# dead tuples of job_rows, claim_batches, batch_completions, claim_cursors,
-# job_packs (pg_stat_user_tables; job_rows' figures summed over its
-# partitions),
-# job_rows' size with its indexes, the backlog (lane jobs past the claim
-# cursor), vacuums so far (the worker's own and autovacuum's), and how many
-# partitions job_rows has (migration 019: lane rows are dropped a partition
-# at a time). The worker logs every 10 s how many jobs completed and
-# its claim round trips (p50, p99); the table puts both per minute beside
-# the samples.
+# dead tuples of jobs (summed over its partitions), job_batches and
+# batch_receipts (pg_stat_user_tables), the size of jobs with its indexes,
+# the backlog (jobs due and not handed out: lane jobs past their lane's
+# position, and available rows off the lanes), vacuums of jobs so far, and
+# the ring's current slot (docs/storage.md: a slot is emptied by TRUNCATE
+# once past the retention). The worker logs every 10 s how many jobs
+# completed and its claim round trips (p50, p99); the table puts both per
+# minute beside the samples.
 #
 # Retention: RETENTION ("5m") is the worker's completed_retention. With the
-# default 24h nothing would be deleted during the soak: the tables would
-# only grow (about 16 GB in 30 minutes at 50,000 jobs/s) and retention's
-# deletes, the main source of dead tuples, would not be part of the test.
-# Five minutes reaches the steady state (enqueue = complete = delete)
-# after the first five minutes (a lane partition goes at most a quarter of
-# the retention later).
+# default 24h nothing would be retired during the soak: the tables would
+# only grow, and retention would not be part of the test. Five minutes
+# reaches the steady state (enqueue = complete = retire) after the first
+# minutes (a slot goes at most a quarter of the retention late).
 #
 # The checks, printed at the end (exit status 1 if one fails):
+#   - every job ran exactly once, no dead letters;
 #   - throughput of the last 5 minutes >= 90% of the first 5;
-#   - dead tuples of job_rows stay under DEAD_BOUND (default: 25% of the
-#     rows retention keeps, RATE x retention, plus the default vacuum
-#     threshold), and of each small table (claim_batches,
-#     batch_completions, claim_cursors, job_packs) under 100,000;
+#   - dead tuples of jobs stay under DEAD_BOUND (default: 25% of the rows
+#     retention keeps, RATE x retention, plus the default vacuum
+#     threshold), and of job_batches and batch_receipts under 100,000;
 #   - claim latency p99 (median of the worker's 10 s windows) of the last 5
 #     minutes is at most 1.5 x that of the first 5 plus 2 ms.
 #
-# ENQUEUE=packed: each producer transaction writes its BATCH jobs as one
-# pack (migrations/020_job_packs.sql, the row aw::enqueue_many writes with
-# bulk_layout::packed) instead of BATCH rows through `jobs`: the claim,
-# completion and retention of packs under load. The backlog then counts
-# packed jobs past the cursor too, and job_packs is sampled with the small
-# tables.
-#
 # Knobs: MINUTES (30), RATE (70% of the drain), DRAIN_N (200000), BATCH
 # (100 jobs per producer transaction), PRODUCERS (2 pgbench clients),
-# ENQUEUE (sql or packed),
+# HOLD (same), HOLD_FROM (5), HOLD_UNTIL (20),
 # CONCURRENCY (10, the shipped default), RETENTION (5m), SAMPLE_S (60),
 # DEAD_BOUND, PORT (5499), PGDIR, BIN / BUILD_DIR (as in run.sh), OUT (a
 # copy of the output).
@@ -72,8 +68,10 @@ CONCURRENCY=${CONCURRENCY:-10}
 RETENTION=${RETENTION:-5m}
 SAMPLE_S=${SAMPLE_S:-60}
 PORT=${PORT:-5499}
-ENQUEUE=${ENQUEUE:-sql}
-case "$ENQUEUE" in sql|packed) ;; *) die "ENQUEUE is sql or packed, not '$ENQUEUE'" ;; esac
+HOLD=${HOLD:-same}
+HOLD_FROM=${HOLD_FROM:-5}
+HOLD_UNTIL=${HOLD_UNTIL:-20}
+case "$HOLD" in 0|1|same) ;; *) die "HOLD is 0, 1 or same, not '$HOLD'" ;; esac
 
 "$ROOT/scripts/install-deps.sh"   # also gawk, and pgbench (postgresql)
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
@@ -95,28 +93,28 @@ sql postgres -c "create database $DB"
 "$BIN" migrate --database-url "$URL" --log-level warn
 echo "# soak.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores; $(sql postgres -c 'select version()' | cut -d, -f1)"
 echo "# worker: $BIN; concurrency $CONCURRENCY; completed_retention $RETENTION; otherwise shipped defaults"
+[ "$HOLD" = 0 ] || echo "# weather: a transaction id held open from minute $HOLD_FROM to minute $HOLD_UNTIL ($([ "$HOLD" = same ] && echo "in the queue's own database" || echo "in another database"))"
 
-# Anything left? (as in run.sh: index probes only; no cursor yet means the
-# lanes were never claimed from)
-LEFT_SQL="select exists(select 1 from claim_batches where closed_at is null)
-  or exists(select 1 from job_rows where ready_xid is null and state in ('available','running'))
-  or not exists(select 1 from claim_cursors)
-  or exists(select 1 from claim_cursors c, lateral (select 1 from job_rows r
-              where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
-                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)
-              order by r.ready_xid, r.id limit 1) x)
-  or exists(select 1 from claim_cursors c
-             where actor_worker_packed_past(c.queue, c.priority, c.last_xid, c.last_id))"
-# Packed jobs past the cursor: a whole pack past it, or the rest of the one
-# it stands in.
-BACKLOG_SQL="select (select count(*) from claim_cursors c, lateral (select 1 from job_rows r
-              where r.queue = c.queue and r.priority = c.priority and r.ready_xid is not null
-                and (r.ready_xid, r.id) > (c.last_xid, c.last_id)) x)
-           + (select coalesce(sum(case when (p.ready_xid, p.first_id) > (c.last_xid, c.last_id)
-                                       then p.n else p.first_id + p.n - 1 - c.last_id end), 0)
-                from claim_cursors c join job_packs p
-                  on p.queue = c.queue and p.priority = c.priority
-               where (p.ready_xid, p.first_id + p.n - 1) > (c.last_xid, c.last_id))"
+# The jobs due and not handed out (docs/storage.md): per lane, the jobs its
+# position's low snapshot does not see (two index ranges) that the position
+# has not handed out; and the rows off the lanes waiting to be claimed.
+LANE_LEFT="(select coalesce(sum(x.n), 0) from actor_worker_lanes() as k
+   left join lateral actor_worker_lane_position(k.queue, k.priority) as p on true
+   cross join lateral (
+     select count(*) as n from jobs as j
+      where j.queue = k.queue and j.priority = k.priority and j.ready_xid <> '0'
+        and (p.tick_lo is null or j.ready_xid >= pg_snapshot_xmax(p.tick_lo)
+             or j.ready_xid = any (array(select pg_snapshot_xip(p.tick_lo))))
+        and not actor_worker_handed_out(j.ready_xid, j.id, p.tick_lo, p.tick_hi,
+                                        p.to_xid, p.to_id)) as x)"
+ROWS_LEFT="(select count(*) from jobs where ready_xid = '0' and state = 'available')"
+BACKLOG_SQL="select $LANE_LEFT + $ROWS_LEFT"
+# Anything left? The backlog, a running row off the lanes, or a lane batch
+# that is neither finished nor rescued.
+LEFT_SQL="select $LANE_LEFT > 0
+  or exists(select 1 from jobs where ready_xid = '0'
+                                 and state in ('available', 'scheduled', 'running', 'waiting_external'))
+  or exists(select 1 from job_batches where on_lane and finished_at is null and rescued_at is null)"
 wait_drained() {
   local limit=$1 t0
   t0=$(now)
@@ -151,21 +149,14 @@ DRAIN_S=$(fsub "$(now)" "$T0")
 DRAIN_RATE=$(fdiv "$DRAIN_N" "$DRAIN_S" 0)
 RATE=${RATE:-$(fdiv "$((DRAIN_RATE * 7))" 10 0)}
 TPS=$(fdiv "$RATE" "$BATCH" 1)
-HOW="through the jobs view"
-[ "$ENQUEUE" = sql ] || HOW="as one pack each (job_packs)"
+HOW="into jobs"
 echo "# drain: $DRAIN_N jobs in ${DRAIN_S}s = $DRAIN_RATE jobs/s; the producer enqueues $RATE jobs/s" \
      "($TPS transactions/s of $BATCH jobs $HOW, $PRODUCERS pgbench clients) for $MINUTES min"
 
 # ---- the soak -----------------------------------------------------------------------------------
-if [ "$ENQUEUE" = sql ]; then
-  cat >"$WORK/enqueue.sql" <<EOF
+cat >"$WORK/enqueue.sql" <<EOF
 insert into jobs (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $BATCH) as g;
 EOF
-else
-  cat >"$WORK/enqueue.sql" <<EOF
-insert into job_packs (first_id, queue, priority, n, kinds, args) select nextval('job_pack_blocks'), 'default', 0, $BATCH, array_fill('noop'::text, array[$BATCH]), array(select jsonb_build_object('n', g) from generate_series(1, $BATCH) as g);
-EOF
-fi
 DURATION=$((MINUTES * 60))
 SOAK_START=$(now)
 SOAK_START_WALL=$(date -u '+%Y-%m-%d %H:%M:%S')
@@ -173,21 +164,19 @@ SOAK_START_WALL=$(date -u '+%Y-%m-%d %H:%M:%S')
   -T "$DURATION" -P "$SAMPLE_S" -f "$WORK/enqueue.sql" "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err" &
 PGBENCH_PID=$!
 
-# job_rows is partitioned since migration 019: its figures are the sums
-# over its partitions (job_rows_main and the lane partitions alive then).
+# jobs is partitioned (docs/storage.md): its figures are the sums over its
+# partitions; so are job_batches' and batch_receipts'.
 STATS_SQL="select string_agg(name || ':' || live || ':' || dead || ':' || vac, ' ' order by name)
-             from (select case when relname like 'job_rows%' then 'job_rows' else relname end as name,
+             from (select case when relname like 'jobs%' then 'jobs'
+                               when relname like 'job_batches%' then 'job_batches'
+                               else 'batch_receipts' end as name,
                           sum(n_live_tup) as live, sum(n_dead_tup) as dead,
                           sum(vacuum_count + autovacuum_count) as vac
                      from pg_stat_user_tables
-                    where relname in ('job_rows', 'job_rows_main', 'claim_batches',
-                                      'batch_completions', 'claim_cursors', 'job_packs')
-                       or relname like 'job_rows_lane_%'
+                    where relname ~ '^(jobs_(unique|kept|slot_[0-7])|(job_batches|batch_receipts)_(kept|slot_[0-7]))$'
                     group by 1) as t"
-SIZE_SQL="select pg_total_relation_size('job_rows')
-                 + coalesce((select sum(pg_total_relation_size(inhrelid)) from pg_inherits
-                              where inhparent = 'job_rows'::regclass), 0)"
-PARTS_SQL="select count(*) from pg_inherits where inhparent = 'job_rows'::regclass"
+SIZE_SQL="select sum(pg_total_relation_size(relid)) from pg_partition_tree('jobs')"
+PARTS_SQL="select actor_worker_slot()"
 SAMPLES="$WORK/samples"
 : >"$SAMPLES"
 minute=0
@@ -197,9 +186,16 @@ while kill -0 "$PGBENCH_PID" 2>/dev/null; do
   kill -0 "$PGBENCH_PID" 2>/dev/null || break
   kill -0 "$WORKER_PID" 2>/dev/null || { tail -n 20 "$WORK/worker.log" >&2; die "the worker exited during the soak"; }
   minute=$((minute + 1))
+  if [ "$HOLD" != 0 ] && [ "$minute" = "$HOLD_FROM" ]; then
+    bench_hold_start "$HOLD" "$DB"; echo "# minute $minute: a transaction id is held open from now on"
+  fi
+  if [ "$minute" = "$HOLD_UNTIL" ] && [ -n "$HOLD_PID" ]; then
+    bench_hold_stop; echo "# minute $minute: the held transaction ended"
+  fi
   echo "$minute $(sql "$DB" -c "$STATS_SQL") size:$(sql "$DB" -c "$SIZE_SQL") parts:$(sql "$DB" -c "$PARTS_SQL") backlog:$(sql "$DB" -c "$BACKLOG_SQL")" >>"$SAMPLES"
   tail -n1 "$SAMPLES" | sed 's/^/# sample minute /'
 done
+bench_hold_stop
 rc=0; wait "$PGBENCH_PID" || rc=$?
 PGBENCH_PID=""
 [ "$rc" = 0 ] || { cat "$WORK/pgbench.err" >&2; die "pgbench failed ($rc)"; }
@@ -243,23 +239,23 @@ gawk -v start="$START_EPOCH" -v sample="$SAMPLE_S" '
   }' "$WORK/worker.log" | sort -n >"$WORK/minutes"
 
 echo
-echo "| minute | completed/s | claim p99 ms (median of 10 s windows) | backlog | job_rows live | job_rows dead | job_rows MB | claim_batches dead | batch_completions dead | claim_cursors dead | job_packs live | job_packs dead | vacuums of job_rows | partitions of job_rows |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| minute | completed/s | claim p99 ms (median of 10 s windows) | backlog | jobs live | jobs dead | jobs MB | job_batches live | job_batches dead | batch_receipts live | batch_receipts dead | vacuums of jobs | current ring slot |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 gawk -v sample="$SAMPLE_S" '
   FNR == NR { done[$1] = $2; p99[$1] = $3; next }
   {
     for (i = 2; i <= NF; i++) {
-      if ($i ~ /^(job_rows|claim_batches|batch_completions|claim_cursors|job_packs):/) {
+      if ($i ~ /^(jobs|job_batches|batch_receipts):/) {
         split($i, f, ":"); live[f[1]] = f[2]; dead[f[1]] = f[3]; vac[f[1]] = f[4]
       } else if ($i ~ /^size:/) { split($i, f, ":"); size = f[2]
       } else if ($i ~ /^parts:/) { split($i, f, ":"); parts = f[2]
       } else if ($i ~ /^backlog:/) { split($i, f, ":"); backlog = f[2] }
     }
     m = $1
-    printf "| %d | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", m, done[m] / sample,
-      p99[m], backlog, live["job_rows"], dead["job_rows"], size / 1048576, dead["claim_batches"],
-      dead["batch_completions"], dead["claim_cursors"], live["job_packs"] + 0, dead["job_packs"] + 0,
-      vac["job_rows"], parts
+    printf "| %d | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", m, done[m] / sample,
+      p99[m], backlog, live["jobs"], dead["jobs"], size / 1048576, live["job_batches"] + 0,
+      dead["job_batches"] + 0, live["batch_receipts"] + 0, dead["batch_receipts"] + 0,
+      vac["jobs"], parts
   }' "$WORK/minutes" "$SAMPLES"
 
 # ---- the checks ----------------------------------------------------------------------------------
@@ -281,8 +277,8 @@ DEAD_BOUND=${DEAD_BOUND:-$(gawk -v r="$RATE" -v s="$RET_S" 'BEGIN { printf "%.0f
 read -r MAX_DEAD MAX_SMALL < <(gawk '{
   for (i = 2; i <= NF; i++) if ($i ~ /:/) {
     split($i, f, ":")
-    if (f[1] == "job_rows" && f[3] > d) d = f[3]
-    if (f[1] ~ /^(claim_batches|batch_completions|claim_cursors|job_packs)$/ && f[3] > s) s = f[3]
+    if (f[1] == "jobs" && f[3] > d) d = f[3]
+    if (f[1] ~ /^(job_batches|batch_receipts)$/ && f[3] > s) s = f[3]
   } } END { print d + 0, s + 0 }' "$SAMPLES")
 check() { if [ "$1" = 1 ]; then echo "# PASS $2"; else echo "# FAIL $2"; FAILED=1; fi; }
 echo
@@ -291,10 +287,10 @@ check "$([ "$RAN" = "$ENQUEUED" ] && [ "$DEAD_LETTERS" = 0 ] && echo 1)" \
 check "$(gawk -v r="$RATIO" 'BEGIN { print (r >= 0.9) }')" \
   "throughput: last 5 min $(fdiv "$LAST" 300 0) jobs/s = $RATIO x the first 5 min ($(fdiv "$FIRST" 300 0) jobs/s); bound >= 0.9"
 check "$(gawk -v d="$MAX_DEAD" -v b="$DEAD_BOUND" 'BEGIN { print (d <= b) }')" \
-  "dead tuples of job_rows: at most $MAX_DEAD in any sample; bound $DEAD_BOUND (25% of RATE x retention + 5,000)"
+  "dead tuples of jobs: at most $MAX_DEAD in any sample; bound $DEAD_BOUND (25% of RATE x retention + 5,000)"
 check "$(gawk -v d="$MAX_SMALL" 'BEGIN { print (d <= 100000) }')" \
-  "dead tuples of claim_batches, batch_completions, claim_cursors, job_packs: at most $MAX_SMALL; bound 100,000"
+  "dead tuples of job_batches, batch_receipts: at most $MAX_SMALL; bound 100,000"
 check "$(gawk -v a="$P99_FIRST" -v b="$P99_LAST" 'BEGIN { print (b + 0 <= 1.5 * a + 2) }')" \
   "claim p99: ${P99_LAST:-?} ms in the last 5 min vs ${P99_FIRST:-?} ms in the first 5; bound 1.5 x + 2 ms"
-echo "RESULT soak enqueue=$ENQUEUE minutes=$MINUTES rate=$RATE drain_rate=$DRAIN_RATE throughput_ratio=$RATIO max_dead_job_rows=$MAX_DEAD claim_p99_first_ms=${P99_FIRST:-0} claim_p99_last_ms=${P99_LAST:-0}"
+echo "RESULT soak hold=$HOLD minutes=$MINUTES rate=$RATE drain_rate=$DRAIN_RATE throughput_ratio=$RATIO max_dead_jobs=$MAX_DEAD claim_p99_first_ms=${P99_FIRST:-0} claim_p99_last_ms=${P99_LAST:-0}"
 exit "$FAILED"

@@ -14,8 +14,11 @@ RETURNS TABLE (seen bigint, stop boolean, ids bigint[], kinds text[],
                args text[], att integer[], err integer[], max integer[],
                meta text[], dl bigint[], bytes bigint, xids xid8[],
                off bigint[], alien text[], px xid8, pi bigint)
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   WITH picked AS (
     SELECT j.id, j.run_at,
            pg_column_size(j.args) + pg_column_size(j.metadata) AS bytes
@@ -59,5 +62,6 @@ AS $$
          array_agg(c.max_attempts ORDER BY c.n), array_agg(c.metadata ORDER BY c.n),
          array_agg(c.deadline_ms ORDER BY c.n), coalesce(sum(c.bytes), 0)::bigint,
          NULL::xid8[], NULL::bigint[], NULL::text[], NULL::xid8, NULL::bigint
-    FROM claimed AS c
+    FROM claimed AS c;
+END
 $$;

@@ -10,10 +10,13 @@
 CREATE OR REPLACE FUNCTION actor_worker_complete(
   p_worker text, p_batches bigint[], p_ids bigint[], p_delete boolean)
 RETURNS SETOF bigint
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   WITH live AS (
     SELECT b.id FROM job_batches AS b
      WHERE b.id = ANY (p_batches) AND b.worker = p_worker AND b.on_lane
@@ -43,5 +46,6 @@ AS $$
      WHERE p_delete AND j.id IN (SELECT unnest(r.ids) FROM receipts AS r)
        AND j.ready_xid <> '0' AND j.state = 'available'
   )
-  SELECT unnest(r.ids) FROM receipts AS r
+  SELECT unnest(r.ids) FROM receipts AS r;
+END
 $$;

@@ -16,8 +16,11 @@ RETURNS TABLE (seen bigint, stop boolean, ids bigint[], kinds text[],
                args text[], att integer[], err integer[], max integer[],
                meta text[], dl bigint[], bytes bigint, xids xid8[],
                off bigint[], alien text[], px xid8, pi bigint)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   -- (The rows come in lane order, and the aggregates keep it.)
   SELECT count(*), coalesce(bool_or(t.ok AND NOT t.take), false),
          array_agg(t.id) FILTER (WHERE t.take), array_agg(t.kind) FILTER (WHERE t.take),
@@ -44,5 +47,6 @@ AS $$
                                   AND (p_kinds IS NULL OR y.kind = ANY (p_kinds))) AS ok
                             FROM actor_worker_lane_jobs(p_queue, p_priority, p_lo, p_hi,
                                                         p_px, p_pi, p_chunk) AS y) AS x
-                  WINDOW o AS (ORDER BY x.ready_xid, x.id)) AS w) AS t
+                  WINDOW o AS (ORDER BY x.ready_xid, x.id)) AS w) AS t;
+END
 $$;
