@@ -7,6 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,55 @@ BOOST_AUTO_TEST_CASE(rows_without_a_lease_time_or_a_timeout_are_rescued_and_unbl
   s.exec("UPDATE jobs SET run_at = now() WHERE state = 'scheduled'");
   auto claimed = store.claim("default", 10).jobs;
   BOOST_TEST(claimed.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(rows_at_the_attempt_limit_are_dead_lettered_by_a_claim_not_left_in_the_queue) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  // At the documented maximum of attempt: due and available, due and
+  // scheduled, and heading an ordering key with a job behind it.
+  s.exec("INSERT INTO jobs (kind, attempt) VALUES ('k', 1000000)");
+  s.exec("INSERT INTO jobs (kind, attempt, state, run_at) "
+         "VALUES ('k', 1000000, 'scheduled', now() - interval '1 second')");
+  s.exec("INSERT INTO jobs (kind, attempt, ordering_key) VALUES ('k', 1000000, 'key')");
+  s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('k', 'key')");
+  s.exec("INSERT INTO jobs (kind) VALUES ('fresh')");
+  aw::storage::job_store_options opts;
+  opts.url = db.url;
+  opts.worker_id = "w1";
+  aw::storage::job_store store{opts};
+  std::vector<std::string> kinds;
+  for (int round = 0; round < 3; ++round)
+    for (const auto& j : store.claim("default", 10).jobs)
+      kinds.push_back(j.kind + (j.attempt == 1 ? "" : "?"));
+  // The fresh job and the one behind the key run; the three that cannot
+  // run again are dead letters that say why.
+  std::sort(kinds.begin(), kinds.end());
+  BOOST_TEST(kinds == (std::vector<std::string>{"fresh", "k"}));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs WHERE attempt = 1000000 "
+                      "AND last_error_message LIKE 'attempt limit reached%'")
+             == 3);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE attempt >= 1000000") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_running_row_at_the_counter_limits_is_dead_lettered_by_the_rescue_and_the_rest_rescued) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  // Both running under claims that are gone: one at the counters' maximum
+  // (charging it once more would overflow them), one ordinary.
+  s.exec("INSERT INTO jobs (kind, state, attempt, error_count) "
+         "VALUES ('k', 'running', 1000000, 1000000)");
+  s.exec("INSERT INTO jobs (kind, state, attempt) VALUES ('k', 'running', 1)");
+  aw::storage::job_store_options opts;
+  opts.url = db.url;
+  opts.worker_id = "w1";
+  aw::storage::job_store store{opts};
+  auto rescued = store.rescue(100);
+  BOOST_REQUIRE_EQUAL(rescued.size(), 2u);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs WHERE attempt = 1000000 "
+                      "AND error_count = 1000000") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'scheduled' "
+                      "AND error_count = 1") == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

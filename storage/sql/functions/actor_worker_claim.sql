@@ -61,6 +61,12 @@ BEGIN
       SELECT * INTO k FROM actor_worker_claim_rows(p_queue, v_prio, v_rows,
         v_want, p_max_bytes - v_bytes, v_bytes = 0, p_kinds);
       lease := v_rows;
+      -- Rows at the attempt limit cannot run again: dead-lettered with the
+      -- reason, so that they never sit in the queue.
+      PERFORM actor_worker_dead_letter(j.id, format(
+                'attempt limit reached: attempt %s, and a job runs at most '
+                '1,000,000 times; set aside by a claim', j.attempt))
+         FROM jobs AS j WHERE j.id = ANY (k.off) AND j.ready_xid = '0';
     ELSE
       IF v_tick = 1 THEN
         -- 3. The lane. Its claims take turns from here to the commit; its

@@ -4,7 +4,8 @@
 -- of the kinds p_kinds (NULL: any), within p_max_bytes of args and
 -- metadata (but at least one job when p_first), each row marked running
 -- in the row batch p_batch. One row, shaped as actor_worker_lane_take's:
--- the jobs as arrays in claim order (what goes off a lane stays NULL).
+-- the jobs as arrays in claim order; `off` lists the due rows at the
+-- attempt limit (1,000,000), locked, for the claim to dead-letter.
 -- FOR UPDATE SKIP LOCKED: concurrent claims take different rows and never
 -- wait for each other.
 CREATE OR REPLACE FUNCTION actor_worker_claim_rows(
@@ -20,7 +21,7 @@ AS $$
 BEGIN
   RETURN QUERY
   WITH picked AS (
-    SELECT j.id, j.run_at,
+    SELECT j.id, j.run_at, j.attempt,
            pg_column_size(j.args) + pg_column_size(j.metadata) AS bytes
       FROM jobs AS j
      WHERE j.queue = p_queue AND j.priority = p_priority
@@ -29,7 +30,6 @@ BEGIN
        AND (p_kinds IS NULL OR j.kind = ANY (p_kinds))
        -- A row whose attempt cannot grow is dead-lettered by the rescue
        -- (actor_worker_rescue), never claimed: it must not stop its queue.
-       AND j.attempt < 1000000
        -- A job with an ordering key waits for every earlier unfinished job
        -- of its key (one being claimed right now is still 'available' in
        -- this snapshot, so two of a key never run at once).
@@ -44,7 +44,8 @@ BEGIN
   ), chosen AS (
     SELECT s.id, s.n FROM (
       SELECT p.id, row_number() OVER w AS n, sum(p.bytes) OVER w AS bytes
-        FROM picked AS p WINDOW w AS (ORDER BY p.run_at, p.id)) AS s
+        FROM picked AS p WHERE p.attempt < 1000000
+      WINDOW w AS (ORDER BY p.run_at, p.id)) AS s
      WHERE s.bytes <= p_max_bytes OR (s.n = 1 AND p_first)
   ), claimed AS (
     UPDATE jobs AS j
@@ -61,7 +62,9 @@ BEGIN
          array_agg(c.attempt ORDER BY c.n), array_agg(c.error_count ORDER BY c.n),
          array_agg(c.max_attempts ORDER BY c.n), array_agg(c.metadata ORDER BY c.n),
          array_agg(c.deadline_ms ORDER BY c.n), coalesce(sum(c.bytes), 0)::bigint,
-         NULL::xid8[], NULL::bigint[], NULL::text[], NULL::xid8, NULL::bigint
+         NULL::xid8[],
+         (SELECT array_agg(p.id) FROM picked AS p WHERE p.attempt >= 1000000),
+         NULL::text[], NULL::xid8, NULL::bigint
     FROM claimed AS c;
 END
 $$;
