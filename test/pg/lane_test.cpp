@@ -150,6 +150,29 @@ BOOST_AUTO_TEST_CASE(a_job_whose_transaction_commits_late_is_claimed_in_a_later_
   BOOST_TEST(state_of(s, early[0]) == "running");
 }
 
+BOOST_AUTO_TEST_CASE(a_job_committed_after_the_claim_began_is_taken_from_its_lane) {
+  aw::test::fresh_database db;
+  // The claim's transaction begins (its now() is fixed), then a producer's
+  // transaction begins and commits a job due at once (run_at: its own
+  // now(), later than the claim's); then the claim reads its tick, which
+  // sees that job. The job is due: the claim takes it from its lane rather
+  // than moving it off as scheduled (a steady producer once sent most of
+  // its jobs off the lanes this way).
+  auto claimer = db.connect();
+  pqxx::work claim{*claimer};
+  claim.exec("SELECT now()");
+  std::this_thread::sleep_for(20ms);
+  auto id = enqueue_n(db, 1).at(0);
+  auto rows = claim.exec("SELECT lease, id FROM actor_worker_claim("
+                         "'default', 'w1', 10, 1000000, NULL, '{}') WHERE id IS NOT NULL");
+  claim.commit();
+  BOOST_REQUIRE_EQUAL(rows.size(), 1u);
+  BOOST_TEST(rows[0]["id"].as<int64_t>() == id);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE ready_xid = '0'") == 0);
+  BOOST_TEST(state_of(s, id) == "running");
+}
+
 BOOST_AUTO_TEST_CASE(one_large_transaction_is_claimed_a_batch_at_a_time) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 1000);

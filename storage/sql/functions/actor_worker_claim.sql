@@ -10,6 +10,11 @@
 -- moved off the lanes for workers that run them). docs/storage.md explains
 -- lanes, ticks and batches; actor_worker_lane_jobs reads a tick,
 -- actor_worker_claim_rows claims the jobs off the lanes.
+-- Plans: every statement here (and in the functions it calls) is planned
+-- once per session (a generic plan). A ring slot starts empty and grows to
+-- millions of rows, so a plan made while it was empty could sort a seq
+-- scan of it on every later claim: enable_seqscan = off keeps them on
+-- their indexes (every statement has one) whatever the statistics said.
 CREATE OR REPLACE FUNCTION actor_worker_claim(
   p_queue text, p_worker text, p_limit integer, p_max_bytes bigint,
   p_kinds text[], p_observed text[])
@@ -19,6 +24,7 @@ RETURNS TABLE (lease bigint, id bigint, kind text, args text,
                event_row text, note jsonb)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 SET jit = off
 AS $$
 #variable_conflict use_column

@@ -12,6 +12,7 @@ CREATE OR REPLACE FUNCTION actor_worker_complete(
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 SET jit = off
 AS $$
 #variable_conflict use_column

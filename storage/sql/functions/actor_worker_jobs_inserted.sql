@@ -12,6 +12,7 @@ CREATE OR REPLACE FUNCTION actor_worker_jobs_inserted()
 RETURNS trigger
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 SET jit = off
 AS $$
 BEGIN

@@ -29,7 +29,8 @@ AS $$
                SELECT r.* FROM jobs AS r
                 WHERE r.queue = p_queue AND r.priority = p_priority
                   AND r.ready_xid <> '0' AND r.ready_xid = x.xid
-                  AND (r.ready_xid, r.id) > (p_after_xid, p_after_id)
+                  AND r.id > CASE WHEN x.xid = p_after_xid THEN p_after_id
+                                  ELSE -9223372036854775808 END
                 ORDER BY r.ready_xid, r.id
                 LIMIT p_limit) AS j
             WHERE x.xid >= p_after_xid
@@ -39,9 +40,16 @@ AS $$
              FROM jobs AS r
             WHERE r.queue = p_queue AND r.priority = p_priority
               AND r.ready_xid <> '0'
-              AND r.ready_xid >= pg_snapshot_xmax(p_lo)
+              -- One lower bound, so that the index scan starts at the
+              -- position: given as two (xmax(lo), and the position as a
+              -- row), btree may start from the first and filter up to the
+              -- second, reading the whole tick again on every claim.
+              AND (r.ready_xid, r.id) >
+                  (CASE WHEN p_after_xid >= pg_snapshot_xmax(p_lo) THEN p_after_xid
+                        ELSE pg_snapshot_xmax(p_lo) END,
+                   CASE WHEN p_after_xid >= pg_snapshot_xmax(p_lo) THEN p_after_id
+                        ELSE -9223372036854775808 END)
               AND r.ready_xid < pg_snapshot_xmax(p_hi)
-              AND (r.ready_xid, r.id) > (p_after_xid, p_after_id)
               AND pg_visible_in_snapshot(r.ready_xid, p_hi)
             ORDER BY r.ready_xid, r.id
             LIMIT p_limit)) AS u

@@ -8,6 +8,11 @@
 -- limited queue (p_all_off). `seen`: how many it read (fewer than p_chunk:
 -- the tick is used up); `stop`: it stopped at a job it could take but had
 -- no room for; `px`, `pi`: the last job it read.
+-- Due means run_at <= clock_timestamp(), not now(): the tick's snapshot is
+-- taken after the claim's transaction began, so it sees jobs of
+-- transactions that began later, whose run_at (their now()) is after the
+-- claim's now(); judged by now(), every such job looked scheduled and went
+-- off the lane (a steady producer moved most of its jobs off).
 CREATE OR REPLACE FUNCTION actor_worker_lane_take(
   p_queue text, p_priority integer, p_lo pg_snapshot, p_hi pg_snapshot,
   p_px xid8, p_pi bigint, p_chunk integer, p_want integer, p_max_bytes bigint,
@@ -16,7 +21,7 @@ RETURNS TABLE (seen bigint, stop boolean, ids bigint[], kinds text[],
                args text[], att integer[], err integer[], max integer[],
                meta text[], dl bigint[], bytes bigint, xids xid8[],
                off bigint[], alien text[], px xid8, pi bigint)
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -41,7 +46,7 @@ BEGIN
                          sum(x.bytes) FILTER (WHERE x.ok) OVER o AS b
                     FROM (SELECT y.*,
                                  (p_kinds IS NOT NULL AND NOT (y.kind = ANY (p_kinds))) AS alien,
-                                 (y.state = 'available' AND y.run_at <= now()
+                                 (y.state = 'available' AND y.run_at <= clock_timestamp()
                                   AND y.ordering_key IS NULL AND y.unique_key IS NULL
                                   AND y.attempt < 999999 AND NOT p_all_off
                                   AND (p_kinds IS NULL OR y.kind = ANY (p_kinds))) AS ok

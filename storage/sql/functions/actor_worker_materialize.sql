@@ -11,6 +11,7 @@ CREATE OR REPLACE FUNCTION actor_worker_materialize(
 RETURNS SETOF bigint
 LANGUAGE sql VOLATILE
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 SET jit = off
 AS $$
   WITH live AS (

@@ -9,6 +9,7 @@ CREATE OR REPLACE FUNCTION actor_worker_release(
 RETURNS bigint
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 SET jit = off
 AS $$
 DECLARE

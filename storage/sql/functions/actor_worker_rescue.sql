@@ -18,6 +18,7 @@ RETURNS TABLE (id bigint, kind text, queue text, reason text, dead boolean,
                message text, row_json text)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 SET jit = off
 AS $$
 #variable_conflict use_column
