@@ -4,8 +4,9 @@
 // keeper reports that this node leads and stops it when it no longer does.
 //
 // Every rescue_interval it rescues, cluster-wide, running jobs whose lease
-// expired (their worker died or hung), whose deadline passed long ago, and
-// callbacks that timed out (SKIP LOCKED: safe even if two nodes both
+// expired (their worker died or hung) and callbacks that timed out (not
+// deadline overruns: a run's own executor cancels it at its deadline and
+// gives it up one heartbeat interval later; docs/delivery.md) (SKIP LOCKED: safe even if two nodes both
 // believe for a moment that they lead). The
 // next rescue is armed when the previous one has replied, so rescues never
 // pile up behind a slow or hung connection.
