@@ -41,6 +41,7 @@
 
 namespace aw {
 
+/// What maintenance needs: its connection and its intervals.
 struct maintenance_config {
   /// Rescues, cleanups and vacuums go here: a connection no other actor
   /// uses.
@@ -59,9 +60,13 @@ struct maintenance_config {
   periodic_scheduler_config periodic;
 };
 
+/// Maintenance, on the cluster's leader only (see the file's comment).
 struct maintenance_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "maintenance";
+  /// Its configuration.
   maintenance_config cfg;
+  /// Rows the cleanup deleted so far.
   int64_t deleted = 0;
 };
 

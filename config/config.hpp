@@ -151,6 +151,7 @@ struct command_kind_config {
 /// A request header of an HTTP kind. Its value is a secret: never logged,
 /// never in an error message.
 struct http_header {
+  /// The header's name (`Authorization`).
   std::string name;
   /// As configured, `${NAME}` references included until
   /// resolve_header_variables() replaces them.
@@ -180,7 +181,9 @@ struct kind_config {
   /// Where it is configured ("worker.toml:12"), for errors found when it
   /// is registered (a clash with a built-in kind).
   std::string where;
+  /// Set for a kind that runs a program per job (`command`).
   std::optional<command_kind_config> command;
+  /// Set for a kind that POSTs each job to a URL (`http`).
   std::optional<http_kind_config> http;
 };
 
@@ -297,8 +300,11 @@ struct periodic_config {
 
 /// A whole node's configuration.
 struct runtime_config {
+  /// [database]: the default database, where every queue not mapped elsewhere lives.
   database_config database;
+  /// [worker]: the node's name, intervals, retention and buffers.
   worker_config worker;
+  /// [scheduler]: CAF's scheduler for the actors.
   scheduler_config scheduler;
   /// At least one queue; `default` with default concurrency when none is
   /// configured.
@@ -307,8 +313,11 @@ struct runtime_config {
   std::vector<kind_config> kinds;
   /// [periodic.NAME]: jobs enqueued on cron schedules, sorted by name.
   std::vector<periodic_config> periodic;
+  /// [http]: the probes, /metrics and the dashboard (off unless listen is set).
   http_config http;
+  /// [metrics]: how often queue depth is sampled.
   metrics_config metrics;
+  /// [log]: the log line format.
   log_config log;
   /// [databases.NAME]: databases besides [database], sorted by name.
   std::vector<named_database> databases;
