@@ -8,7 +8,7 @@
 // only in rescues of other nodes' jobs, is "other"), outcome, state,
 // operation. Never a job id, args, error text or attempt.
 //
-// Metrics (README, "Metrics", documents each):
+// Metrics (docs/operations.md documents each):
 //   actor_worker_jobs_started_total{queue,kind}                counter
 //   actor_worker_job_executions_total{queue,kind,outcome}      counter
 //   actor_worker_jobs_rescued_total{queue,kind,reason}         counter

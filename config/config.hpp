@@ -132,7 +132,7 @@ struct worker_config {
 };
 
 /// [kinds.NAME] command = [...]: a job kind run as a child process (see
-/// app/command_handler.hpp and the README).
+/// app/command_handler.hpp and docs/kinds.md).
 struct command_kind_config {
   /// The program and its arguments, run without a shell; argv[0] without a
   /// '/' is looked up in the worker's PATH. Not empty.
@@ -162,7 +162,7 @@ struct http_header {
 };
 
 /// [kinds.NAME] http = {...}: a job kind POSTed to a URL (see
-/// app/http_handler.hpp and the README).
+/// app/http_handler.hpp and docs/kinds.md).
 struct http_kind_config {
   /// http:// or https:// URL the job document is POSTed to.
   std::string url;
@@ -265,7 +265,7 @@ enum class catch_up_policy {
 const char* to_string(catch_up_policy p);
 
 /// [periodic.NAME]: a job enqueued on a cron schedule, once per tick across
-/// the whole cluster (see README "Periodic jobs" and actors/periodic.hpp).
+/// the whole cluster (see docs/periodic.md and actors/periodic.hpp).
 /// A cluster's schedules are the top level's: every node has the same.
 struct periodic_config {
   /// The section's name: the schedule's identity (periodic_schedules.name).
