@@ -113,15 +113,15 @@ public:
   /// The first tick strictly after `t`; nothing when none comes within
   /// defaults::cron_search_years.
   std::optional<cron_time> next_after(cron_time t) const;
-  std::optional<cron_time>
   /// next_after() of a system_clock time, read in the schedule's time zone.
+  std::optional<cron_time>
   next_after(std::chrono::system_clock::time_point t) const;
 
   /// The last tick at or before `t`; nothing when none came within
   /// defaults::cron_search_years.
   std::optional<cron_time> latest_at_or_before(cron_time t) const;
-  std::optional<cron_time>
   /// latest_at_or_before() of a system_clock time, read in the schedule's time zone.
+  std::optional<cron_time>
   latest_at_or_before(std::chrono::system_clock::time_point t) const;
 
   /// The parsed cron expression.
