@@ -9,10 +9,13 @@
 
 namespace aw {
 
+/// Transient-error backoff: 1 s doubling to 30 s by default, reset after the next success (spec: Transient Error Resilience).
 class backoff {
 public:
+  /// Delays are milliseconds.
   using duration = std::chrono::milliseconds;
 
+  /// Starts at `initial`, doubles on each failure, never past `max`.
   backoff(duration initial = defaults::backoff_initial,
           duration max = defaults::backoff_max)
     : initial_(initial), max_(max), next_(initial) {

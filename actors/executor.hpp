@@ -43,6 +43,7 @@ inline constexpr const char* cancel_request_message
 
 /// Who an executor works with.
 struct executor_config {
+  /// Runs the handlers (inline, asynchronously or on the blocking pool).
   std::shared_ptr<job_runner> runner;
   /// The poller whose slot this is; outcomes go back to it.
   poller_actor poller;
@@ -55,15 +56,23 @@ struct executor_config {
 
 /// The run in progress.
 struct executor_run {
+  /// The job being run.
   int64_t job_id = 0;
+  /// The run's lease (claimed_job::lease).
   int64_t lease = 0;
+  /// The run's attempt (claimed_job::attempt).
   int32_t attempt = 0;
+  /// The kind has hooks or follow-ups: send its `started` event.
   bool observed = false;
+  /// The run's deadline; 0 = none.
   int64_t deadline_ms = 0;
   /// The job's kind and queue, handed on with the outcome for its log line.
   std::string kind;
+  /// The job's queue.
   std::string queue;
+  /// When the handler started.
   std::chrono::steady_clock::time_point started;
+  /// Fired on deadline, lost lease, `jobs cancel` or shutdown.
   cancellation_token cancel;
   /// The deadline passed before the handler returned.
   bool overran = false;
@@ -74,13 +83,17 @@ struct executor_run {
   bool cancel_requested = false;
 };
 
+/// An executor: one handler slot of a poller, kept from job to job.
 struct executor_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "executor";
+  /// Who it works with.
   executor_config cfg;
   /// Runs started so far; the current one's number.
   uint64_t run_number = 0;
   /// A run is in progress.
   bool busy = false;
+  /// The run in progress (valid while busy).
   executor_run current;
   /// The current run's token, shared with the exit functor (which runs
   /// after the state is gone); empty between runs.
@@ -90,10 +103,14 @@ struct executor_state {
   std::shared_ptr<timer_service> timers;
   /// Callbacks of those timers, by id (shared with `timers`).
   struct timer_table {
+    /// Guards next_id and pending.
     std::mutex mtx;
+    /// The id of the next timer.
     uint64_t next_id = 0;
+    /// Callbacks of armed timers, by id.
     std::unordered_map<uint64_t, std::function<void()>> pending;
   };
+  /// The timers' callbacks (shared with `timers`).
   std::shared_ptr<timer_table> timer_callbacks;
 };
 

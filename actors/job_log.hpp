@@ -16,9 +16,13 @@ namespace aw {
 
 /// The job a log line is about.
 struct job_ref {
+  /// The job's id.
   int64_t id = 0;
+  /// Its kind.
   std::string_view kind;
+  /// Its queue.
   std::string_view queue;
+  /// The run's attempt.
   int32_t attempt = 0;
 };
 
@@ -28,6 +32,7 @@ const job_ref* current_job() noexcept;
 /// Sets current_job() for its lifetime.
 class job_log_scope {
 public:
+  /// Makes `job` the current job of this thread until the scope ends.
   explicit job_log_scope(const job_ref& job) noexcept;
   ~job_log_scope();
   job_log_scope(const job_log_scope&) = delete;

@@ -37,8 +37,10 @@ struct run_context {
   std::shared_ptr<timer_service> timers;
 };
 
+/// Starts handlers for the executors: the layer below app/ sees handlers only through this (app/registry_runner.hpp implements it).
 class job_runner {
 public:
+  /// Receives the outcome of a run that did not end inside start().
   using completion = std::function<void(job_outcome)>;
 
   virtual ~job_runner() = default;

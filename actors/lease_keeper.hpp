@@ -35,8 +35,11 @@
 
 namespace aw {
 
+/// What the lease keeper needs: its intervals, the storage actor for heartbeats and the leadership actor.
 struct lease_keeper_config {
+  /// How often the leases of this node's jobs are refreshed (worker.heartbeat_interval).
   std::chrono::milliseconds heartbeat_interval;
+  /// A lease older than this is expired (worker.reclaim_window); the watchdog abandons runs one interval before.
   std::chrono::milliseconds reclaim_window;
   /// Heartbeats go here.
   storage_actor store;
@@ -49,13 +52,18 @@ struct lease_keeper_config {
   std::string log_suffix;
 };
 
+/// The lease keeper: heartbeats for this node's held jobs, the watchdog, and the leader lease.
 struct lease_keeper_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "lease-keeper";
+  /// Its configuration.
   lease_keeper_config cfg;
+  /// The pollers whose held jobs it heartbeats.
   std::vector<poller_actor> pollers;
   /// When the last successful heartbeat was sent: every lease it covered
   /// is at least this fresh.
   caf::actor_clock::time_point last_refresh{};
+  /// A heartbeat round is waiting for its reply (rounds never pile up).
   bool round_in_flight = false;
   /// Takes the leader lease when it is free (until `resign`).
   bool candidate = false;

@@ -20,10 +20,15 @@
 
 namespace aw {
 
+/// The listener: LISTENs for new jobs, cancels and queue controls on a connection of its own, and wakes the supervisor.
 struct listener_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "listener";
+  /// The listening connection.
   std::unique_ptr<storage::notification_listener> conn;
+  /// Told about every notification.
   supervisor_actor wake_target;
+  /// Backoff of reconnects while the database is unreachable.
   backoff reconnect_backoff;
 };
 

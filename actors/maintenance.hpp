@@ -4,8 +4,9 @@
 // keeper reports that this node leads and stops it when it no longer does.
 //
 // Every rescue_interval it rescues, cluster-wide, running jobs whose lease
-// expired (their worker died or hung), whose deadline passed long ago, and
-// callbacks that timed out (SKIP LOCKED: safe even if two nodes both
+// expired (their worker died or hung) and callbacks that timed out (not
+// deadline overruns: a run's own executor cancels it at its deadline and
+// gives it up one heartbeat interval later; docs/delivery.md) (SKIP LOCKED: safe even if two nodes both
 // believe for a moment that they lead). The
 // next rescue is armed when the previous one has replied, so rescues never
 // pile up behind a slow or hung connection.
@@ -40,6 +41,7 @@
 
 namespace aw {
 
+/// What maintenance needs: its connection and its intervals.
 struct maintenance_config {
   /// Rescues, cleanups and vacuums go here: a connection no other actor
   /// uses.
@@ -58,9 +60,13 @@ struct maintenance_config {
   periodic_scheduler_config periodic;
 };
 
+/// Maintenance, on the cluster's leader only (see the file's comment).
 struct maintenance_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "maintenance";
+  /// Its configuration.
   maintenance_config cfg;
+  /// Rows the cleanup deleted so far.
   int64_t deleted = 0;
 };
 

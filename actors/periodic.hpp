@@ -52,6 +52,7 @@
 
 namespace aw {
 
+/// What the periodic scheduler needs: its connection, the schedules and its clock.
 struct periodic_scheduler_config {
   /// Ticks are enqueued here: a connection no other actor uses.
   storage_actor store;
@@ -67,16 +68,22 @@ struct periodic_scheduler_config {
 
 /// One schedule and where it stands.
 struct periodic_entry {
+  /// The schedule as configured.
   periodic_config config;
+  /// Its parsed cron expression and time zone.
   cron_schedule schedule;
   /// The next tick to enqueue; nothing before the rows are read, or when
   /// the expression has no tick left.
   std::optional<cron_time> next;
 };
 
+/// The periodic scheduler: enqueues each tick of the [periodic.NAME] schedules once for the cluster.
 struct periodic_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "periodic";
+  /// Its configuration.
   periodic_scheduler_config cfg;
+  /// Every schedule and where it stands.
   std::vector<periodic_entry> entries;
   /// The rows were read (the schedules know their last tick).
   bool loaded = false;

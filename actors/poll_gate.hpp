@@ -16,10 +16,15 @@
 
 namespace aw {
 
+/// The idle poll gate: hands its permits to pollers that poll on their idle interval.
 struct poll_gate_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "poll-gate";
+  /// Permits no poller holds.
   int free_permits = 0;
+  /// Pollers holding a permit.
   std::vector<poller_actor> holders;
+  /// Pollers waiting for one, first come first served.
   std::deque<poller_actor> waiting;
 };
 

@@ -53,6 +53,7 @@
 
 namespace aw {
 
+/// What a queue's poller needs: its queue's settings, the storage actors, the runner and the observer.
 struct poller_config {
   /// The queue this poller claims from.
   std::string queue = defaults::queue;
@@ -93,7 +94,9 @@ struct poller_config {
 
 /// A claimed job waiting in the buffer.
 struct buffered_job {
+  /// The claimed job.
   claimed_job job;
+  /// When it was claimed: its lease is at least this fresh.
   caf::actor_clock::time_point claimed_at;
 };
 
@@ -101,22 +104,27 @@ struct buffered_job {
 /// moving head (a deque of jobs this size allocates per job).
 class job_buffer {
 public:
+  /// True when no job waits.
   bool empty() const {
     return head_ == items_.size();
   }
 
+  /// Jobs waiting.
   size_t size() const {
     return items_.size() - head_;
   }
 
+  /// Appends a claimed job.
   void push_back(buffered_job job) {
     items_.push_back(std::move(job));
   }
 
+  /// The oldest job waiting.
   buffered_job& front() {
     return items_[head_];
   }
 
+  /// Removes the oldest job waiting.
   void pop_front() {
     ++head_;
     if (head_ == items_.size()) {
@@ -128,10 +136,12 @@ public:
     }
   }
 
+  /// The first job waiting (for iterating over them all).
   auto begin() {
     return items_.begin() + static_cast<long>(head_);
   }
 
+  /// Past the last job waiting.
   auto end() {
     return items_.end();
   }
@@ -148,6 +158,7 @@ public:
     return n;
   }
 
+  /// Drops every job waiting.
   void clear() {
     items_.clear();
     head_ = 0;
@@ -161,10 +172,13 @@ private:
 /// A job whose handler runs, or whose outcome is on its way to the
 /// database.
 struct started_job {
+  /// The executor running it.
   executor_actor executor;
+  /// Its lease (claimed_job::lease).
   int64_t lease = 0;
   /// When it was claimed: the lease is at least this fresh.
   caf::actor_clock::time_point claimed_at;
+  /// Bytes of its args and metadata (counted in local_queue_bytes).
   size_t bytes = 0;
 };
 
@@ -206,29 +220,40 @@ enum class permit_phase : uint8_t {
   held,
 };
 
+/// A queue's poller: claims into its buffer, starts buffered jobs on free executors, sends their outcomes to storage, drains at shutdown.
 struct poller_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "poller";
 
+  /// Its configuration.
   poller_config cfg;
+  /// Running, draining or stopped.
   poller_phase phase = poller_phase::running;
+  /// Whether the next trigger may claim, a claim message is queued, or claims back off.
   claim_phase claim = claim_phase::ready;
   /// Claim requests waiting for their reply, the jobs and bytes they may
   /// bring, and the storage actor the next one goes to.
   int claims_in_flight = 0;
+  /// Jobs the claims in flight may bring.
   int claiming_rows = 0;
+  /// Bytes the claims in flight may bring.
   int64_t claiming_bytes = 0;
+  /// The storage actor (of cfg.completers) the next claim goes to.
   size_t next_claimer = 0;
   /// Claimed jobs not started yet, in claim order.
   job_buffer buffer;
+  /// Bytes of args and metadata of the buffered jobs.
   size_t buffer_bytes = 0;
   /// Every executor this poller spawned (at most `concurrency`), and those
   /// free for the next job. Executors are kept from job to job. Shared with
   /// the poller's exit functor, which outlives the state.
   std::shared_ptr<std::vector<executor_actor>> executors
     = std::make_shared<std::vector<executor_actor>>();
+  /// Executors free for the next job.
   std::vector<executor_actor> idle_executors;
   /// Jobs whose handler runs.
   std::unordered_map<int64_t, started_job> running;
+  /// Bytes of args and metadata of the running jobs.
   size_t running_bytes = 0;
   /// Jobs whose handler returned and whose outcome storage has not
   /// committed yet (still leased).
@@ -236,6 +261,7 @@ struct poller_state {
   /// Outcomes waiting to go to storage, per storage actor (cfg.completers),
   /// and whether a flush message is on its way through the mailbox.
   std::vector<std::vector<job_outcome>> outbox;
+  /// A flush message for the outbox is on its way through the mailbox.
   bool outbox_flush_queued = false;
   /// Running jobs that are no longer ours (lease lost or abandoned): never
   /// released, their outcome never recorded.
@@ -265,21 +291,30 @@ struct poller_state {
   /// release once it does: their handlers started, or not. Not part of
   /// the drain: a worker that stops first leaves them to the rescue.
   std::vector<held_job> hand_back_started;
+  /// Jobs given up before their handler started, to release.
   std::vector<held_job> hand_back_unstarted;
+  /// A release of given-up jobs is waiting for its reply.
   bool hand_back_in_flight = false;
   /// Timers carry the generation they were armed in; a newer arm makes
   /// older ones stale (CAF 0.17 cannot cancel a delayed message).
   uint64_t timer_generation = 0;
+  /// Backoff of failed claims.
   backoff claim_backoff;
   /// Outcomes since the last activity report, by what became of the job:
   /// a snooze, a cancel or a parked job is not a failure.
   uint64_t completed = 0;
+  /// Failed runs (retried or dead-lettered) since the last report.
   uint64_t failed = 0;
+  /// Snoozed runs since the last report.
   uint64_t snoozed = 0;
+  /// Cancelled runs since the last report.
   uint64_t cancelled = 0;
+  /// Runs parked for a callback since the last report.
   uint64_t parked = 0;
+  /// Stale outcomes (lease lost) since the last report.
   uint64_t stale = 0;
 
+  /// Outcomes since the last report, all kinds together.
   uint64_t reported() const {
     return completed + failed + snoozed + cancelled + parked + stale;
   }
@@ -295,11 +330,13 @@ struct poller_state {
   uint64_t claimed = 0;
   /// When the claim in flight was sent, and the round trips of all claims.
   caf::actor_clock::time_point claim_sent_at;
+  /// The total round-trip time of all claims.
   caf::actor_clock::duration_type claim_time{0};
   /// Since when handler slots have been free with nothing buffered while
   /// more work was likely (the claims fell behind), and for how long in
   /// total: what the exit log reports as time starved.
   std::optional<caf::actor_clock::time_point> starved_since;
+  /// The total time starved.
   caf::actor_clock::duration_type starved_time{0};
 
   /// The running count last reported to the observer.
@@ -314,10 +351,12 @@ struct poller_state {
   /// fires, rather than at once after every claim.
   bool limited = false;
 
+  /// Handler slots free: concurrency minus running jobs.
   int free_slots() const {
     return cfg.concurrency - static_cast<int>(running.size());
   }
 
+  /// Bytes of args and metadata held: buffered and running jobs.
   size_t held_bytes() const {
     return buffer_bytes + running_bytes;
   }

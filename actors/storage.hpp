@@ -31,14 +31,20 @@ namespace aw {
 
 /// An outcome waiting for the next flush, and the poller to report it to.
 struct pending_outcome {
+  /// The outcome to record.
   job_outcome outcome;
+  /// The poller to report it to once committed.
   poller_actor poller;
 };
 
+/// A storage actor: owns one connection (a backend) and records outcomes in batches through its mailbox; also claims, heartbeats, releases and maintenance statements.
 struct storage_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "storage";
 
+  /// The connection, behind the backend interface.
   std::shared_ptr<storage::backend> store;
+  /// Receives committed transitions for the hooks.
   hook_dispatcher_actor dispatcher;
   /// Metrics and health (may be null).
   std::shared_ptr<observer> watcher;
@@ -58,9 +64,12 @@ struct storage_state {
   /// Jobs set aside by claims (kinds without a handler here), per queue and
   /// kind: when that was last logged and how many since.
   struct set_aside_log {
+    /// When the set-aside jobs of this queue and kind were last logged.
     std::chrono::steady_clock::time_point logged_at;
+    /// How many were set aside since.
     int64_t unreported = 0;
   };
+  /// Set-aside jobs by (queue, kind).
   std::map<std::pair<std::string, std::string>, set_aside_log> set_aside;
 };
 

@@ -30,6 +30,7 @@ namespace aw {
 
 class job_handlers;
 
+/// What a supervisor runs: one database's part of a node, and the runner, hooks and observer it shares with the others.
 struct supervisor_config {
   /// What this supervisor runs: one database's part of a node
   /// (runtime_config::for_database): its [database], queues and schedules.
@@ -41,6 +42,7 @@ struct supervisor_config {
   std::string worker_id;
   /// This host's name and the runtime's version, for worker_nodes.
   std::string host;
+  /// The runtime's version, for worker_nodes.
   std::string version;
   /// Starts the handlers.
   std::shared_ptr<job_runner> runner;
@@ -59,9 +61,12 @@ struct supervisor_config {
   std::chrono::milliseconds sample_interval{0};
 };
 
+/// The supervisor: spawns, links and restarts one database's actors, and stops them in order.
 struct supervisor_state {
+  /// The actor's name in CAF's logs.
   static inline const char* name = "supervisor";
 
+  /// Its configuration.
   supervisor_config cfg;
   /// Heartbeats, releases and the schema check: the first of
   /// `completers`.
@@ -74,11 +79,14 @@ struct supervisor_state {
   /// The periodic scheduler's connection (only with [periodic.NAME]
   /// schedules; connects at its first statement).
   storage_actor ticker;
+  /// One poller per served queue, by queue name.
   std::map<std::string, poller_actor> pollers;
   /// Opaque handles: the supervisor links them and stops them, and sends
   /// them nothing.
   listener_actor listener;
+  /// Maintenance (on the leader only).
   maintenance_actor maintenance;
+  /// The lease keeper.
   lease_keeper_actor lease_keeper;
   /// The shared gate, or this node's own (worker.idle_poll_permits > 0),
   /// or none.
@@ -90,7 +98,9 @@ struct supervisor_state {
   /// Whether this node is the cluster's leader (the lease keeper says):
   /// maintenance runs only then.
   bool leader = false;
+  /// The schema check passed and the components were spawned.
   bool started = false;
+  /// A stop was asked: no restart any more.
   bool stopping = false;
   /// Who asked to stop (the runtime, and another database's supervisor
   /// ending in error): each is answered when the drain is done.

@@ -14,6 +14,7 @@
 
 namespace aw {
 
+/// A bounded pool of threads for handlers that may block: threads start on demand up to the bound and exit after being idle (defaults::blocking_idle_timeout).
 class blocking_pool {
 public:
   /// At most `max_threads` threads (at least 1); one idle for
@@ -39,6 +40,7 @@ public:
   /// work behind it still gets threads. Call release_abandoned() when that
   /// task returns.
   void abandon();
+  /// The abandoned task counted by abandon() returned: the extra thread it allowed is no longer needed.
   void release_abandoned();
 
   /// Stops taking work and drops queued tasks, then waits up to `wait` for

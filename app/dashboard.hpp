@@ -71,12 +71,17 @@ class prometheus_observer;
 
 /// What the dashboard shows of the node serving it.
 struct dashboard_node {
+  /// The worker id ("node:pid:random").
   std::string worker_id;
+  /// The binary's version.
   std::string version;
+  /// The job kinds this node runs.
   std::vector<std::string> kinds;
+  /// When the node started.
   std::chrono::system_clock::time_point started;
 };
 
+/// The web dashboard's pages and JSON API (see the file's comment), served by aw::http_endpoint.
 class dashboard {
 public:
   /// `cfg`: the node's configuration (databases, queues, [http]); throws

@@ -7,10 +7,13 @@
 
 namespace aw {
 
+/// A file of the dashboard's page, compiled into the binary.
 struct dashboard_asset {
   /// The URL path: "/", "/app.js", "/app.css", "/vendor/chart.min.js".
   const char* path;
+  /// Its Content-Type header.
   const char* content_type;
+  /// Its bytes.
   std::string_view body;
 };
 

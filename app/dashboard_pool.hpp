@@ -19,6 +19,7 @@
 
 namespace aw {
 
+/// The dashboard's connections to one database: a few, opened on first use, shared by the HTTP threads.
 class dashboard_pool {
 public:
   /// How long a request waits for a connection when all are in use.
@@ -37,10 +38,13 @@ public:
   /// A connection taken from the pool until the lease ends.
   class lease {
   public:
+    /// Holds `conn`, taken from `pool` (which gets it back when the lease ends).
     lease(dashboard_pool* pool, std::unique_ptr<pqxx::connection> conn);
+    /// Moves the connection to a new lease.
     lease(lease&&) noexcept;
     lease& operator=(lease&&) = delete;
     ~lease();
+    /// The leased connection.
     pqxx::connection& operator*() {
       return *conn_;
     }

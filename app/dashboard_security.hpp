@@ -36,11 +36,17 @@ enum class dashboard_access {
 
 /// The parts of a request the checks look at ("" when absent).
 struct request_facts {
+  /// The request method (GET, POST ...).
   std::string method;
+  /// The Host header.
   std::string host;
+  /// The Origin header.
   std::string origin;
+  /// The Sec-Fetch-Site header.
   std::string sec_fetch_site;
+  /// The Content-Type header.
   std::string content_type;
+  /// The Authorization header.
   std::string authorization;
 };
 
@@ -51,7 +57,9 @@ struct dashboard_policy {
   std::vector<std::string> allowed_hosts;
   /// Empty: no token configured (every action refused).
   std::string token;
+  /// [http] read_only: every action is refused.
   bool read_only = false;
+  /// [http] protect_reads: the data needs the token too.
   bool protect_reads = false;
 
   /// From the configuration, with the token already resolved
@@ -66,8 +74,11 @@ struct dashboard_policy {
 
 /// A refusal: the HTTP status and a message for the JSON body.
 struct refusal {
+  /// The HTTP status (0: not refused).
   int status = 0;
+  /// The message for the JSON body.
   std::string error;
+  /// True when the request is refused.
   explicit operator bool() const {
     return status != 0;
   }

@@ -29,6 +29,7 @@ namespace aw {
 class prometheus_observer;
 class dashboard;
 
+/// The node's HTTP endpoint ([http] listen): /healthz, /readyz, /metrics and the dashboard, on cpp-httplib threads of its own.
 class http_endpoint {
 public:
   /// Binds `cfg.listen` and starts serving. `alive` answers /healthz;

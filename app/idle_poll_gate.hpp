@@ -23,6 +23,7 @@
 
 namespace aw {
 
+/// An idle poll gate several runtimes share: of all their pollers, at most permits() poll on their idle interval.
 class idle_poll_gate {
 public:
   /// Spawns the gate on `sys`, which must outlive the gate and every
@@ -37,6 +38,7 @@ public:
   idle_poll_gate(const idle_poll_gate&) = delete;
   idle_poll_gate& operator=(const idle_poll_gate&) = delete;
 
+  /// How many pollers may poll on their idle interval at once.
   int permits() const {
     return permits_;
   }

@@ -30,7 +30,7 @@
 //   {"outcome": "cancel", "reason": "..."}     state cancelled
 //   {"outcome": "wait_for_callback", "timeout": "1h"}
 //       parks the job until its callback is resolved (the callback id is
-//       assigned when the job parks: see the README) or the timeout passes
+//       assigned when the job parks: see docs/callbacks.md) or the timeout passes
 //
 // Durations are strings as in the configuration ("250ms", "30s", "1h") or
 // a number of seconds. Other keys are ignored. An object whose "outcome"

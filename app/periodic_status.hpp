@@ -13,7 +13,7 @@
 namespace aw {
 
 /// One object per schedule, configured ones first (by name), then rows of
-/// schedules no longer configured. Keys (README "Periodic jobs"):
+/// schedules no longer configured. Keys (docs/periodic.md):
 ///   name, configured (bool), cron, timezone, kind, queue, priority,
 ///   catch_up (null when not configured), last_tick (the latest tick
 ///   enqueued, "…Z", or null), last_job_id (null when none),

@@ -8,7 +8,7 @@
 // only in rescues of other nodes' jobs, is "other"), outcome, state,
 // operation. Never a job id, args, error text or attempt.
 //
-// Metrics (README, "Metrics", documents each):
+// Metrics (docs/operations.md documents each):
 //   actor_worker_jobs_started_total{queue,kind}                counter
 //   actor_worker_job_executions_total{queue,kind,outcome}      counter
 //   actor_worker_jobs_rescued_total{queue,kind,reason}         counter
@@ -59,6 +59,7 @@ namespace aw {
 
 /// What /readyz answers.
 struct readiness {
+  /// True when the node is ready: database reachable, schema compatible, not draining.
   bool ready = false;
   /// Why not ready: "database unreachable", "schema out of date", ...
   std::vector<std::string> reasons;
@@ -69,6 +70,7 @@ struct readiness {
 
 /// The latest queue sample, as the dashboard shows it.
 struct queue_snapshot {
+  /// Every queue's jobs by state.
   queue_samples queues;
   /// When it was taken; nothing before the first sample.
   std::optional<std::chrono::system_clock::time_point> taken;
@@ -76,15 +78,19 @@ struct queue_snapshot {
 
 /// This node's handler slots of one queue.
 struct queue_slots {
+  /// Handlers of the queue running now on this node.
   int running = 0;
+  /// The queue's concurrency on this node.
   int concurrency = 0;
 };
 
+/// The observer behind /metrics, /readyz and the dashboard's node data: counts what the actors report in prometheus-cpp metrics with bounded labels.
 class prometheus_observer final : public observer {
 public:
   /// The throughput ring: outcomes recorded on this node per interval of
   /// this many seconds, for this many intervals (the last 10 minutes).
   static constexpr int throughput_bucket_seconds = 10;
+  /// How many intervals the throughput ring keeps.
   static constexpr int throughput_buckets = 60;
 
   /// `kinds`: the kinds this node runs (the label values allowed for

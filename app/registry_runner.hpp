@@ -21,6 +21,7 @@ class blocking_pool;
 /// at most `max_blocking_threads` threads.
 class registry_runner : public job_runner {
 public:
+  /// Runs the handlers of `reg`, the blocking ones on a pool of at most `max_blocking_threads` threads.
   registry_runner(std::shared_ptr<const job_handlers> reg,
                   size_t max_blocking_threads);
   ~registry_runner() override;

@@ -50,6 +50,7 @@ storage::migrate_report migrate(const runtime_config& cfg);
 struct database_migrate_report {
   /// "default" ([database]) or the [databases.NAME] name.
   std::string database;
+  /// What migrating it did.
   storage::migrate_report report;
 };
 
@@ -95,6 +96,7 @@ class idle_poll_gate;
 class http_endpoint;
 class prometheus_observer;
 
+/// A worker node inside an application's own caf::actor_system: its actors claim, run and record the jobs of the configured queues until stop().
 class runtime {
 public:
   /// Starts a node: storage, schema check, pollers, listener, maintenance,

@@ -132,7 +132,7 @@ struct worker_config {
 };
 
 /// [kinds.NAME] command = [...]: a job kind run as a child process (see
-/// app/command_handler.hpp and the README).
+/// app/command_handler.hpp and docs/kinds.md).
 struct command_kind_config {
   /// The program and its arguments, run without a shell; argv[0] without a
   /// '/' is looked up in the worker's PATH. Not empty.
@@ -151,6 +151,7 @@ struct command_kind_config {
 /// A request header of an HTTP kind. Its value is a secret: never logged,
 /// never in an error message.
 struct http_header {
+  /// The header's name (`Authorization`).
   std::string name;
   /// As configured, `${NAME}` references included until
   /// resolve_header_variables() replaces them.
@@ -161,7 +162,7 @@ struct http_header {
 };
 
 /// [kinds.NAME] http = {...}: a job kind POSTed to a URL (see
-/// app/http_handler.hpp and the README).
+/// app/http_handler.hpp and docs/kinds.md).
 struct http_kind_config {
   /// http:// or https:// URL the job document is POSTed to.
   std::string url;
@@ -180,7 +181,9 @@ struct kind_config {
   /// Where it is configured ("worker.toml:12"), for errors found when it
   /// is registered (a clash with a built-in kind).
   std::string where;
+  /// Set for a kind that runs a program per job (`command`).
   std::optional<command_kind_config> command;
+  /// Set for a kind that POSTs each job to a URL (`http`).
   std::optional<http_kind_config> http;
 };
 
@@ -262,7 +265,7 @@ enum class catch_up_policy {
 const char* to_string(catch_up_policy p);
 
 /// [periodic.NAME]: a job enqueued on a cron schedule, once per tick across
-/// the whole cluster (see README "Periodic jobs" and actors/periodic.hpp).
+/// the whole cluster (see docs/periodic.md and actors/periodic.hpp).
 /// A cluster's schedules are the top level's: every node has the same.
 struct periodic_config {
   /// The section's name: the schedule's identity (periodic_schedules.name).
@@ -297,8 +300,11 @@ struct periodic_config {
 
 /// A whole node's configuration.
 struct runtime_config {
+  /// [database]: the default database, where every queue not mapped elsewhere lives.
   database_config database;
+  /// [worker]: the node's name, intervals, retention and buffers.
   worker_config worker;
+  /// [scheduler]: CAF's scheduler for the actors.
   scheduler_config scheduler;
   /// At least one queue; `default` with default concurrency when none is
   /// configured.
@@ -307,8 +313,11 @@ struct runtime_config {
   std::vector<kind_config> kinds;
   /// [periodic.NAME]: jobs enqueued on cron schedules, sorted by name.
   std::vector<periodic_config> periodic;
+  /// [http]: the probes, /metrics and the dashboard (off unless listen is set).
   http_config http;
+  /// [metrics]: how often queue depth is sampled.
   metrics_config metrics;
+  /// [log]: the log line format.
   log_config log;
   /// [databases.NAME]: databases besides [database], sorted by name.
   std::vector<named_database> databases;

@@ -79,8 +79,11 @@ public:
   /// Vixie cron's rule (above); `weekday`: 0 = Sunday.
   bool day_matches(int day, int weekday) const;
 
+  /// Seconds 0-59 the expression matches (bit i: second i).
   std::bitset<60> seconds;
+  /// Minutes 0-59 the expression matches.
   std::bitset<60> minutes;
+  /// Hours 0-23 the expression matches.
   std::bitset<24> hours;
   /// Bits 1-31.
   std::bitset<32> days;
@@ -110,18 +113,22 @@ public:
   /// The first tick strictly after `t`; nothing when none comes within
   /// defaults::cron_search_years.
   std::optional<cron_time> next_after(cron_time t) const;
+  /// next_after() of a system_clock time, read in the schedule's time zone.
   std::optional<cron_time>
   next_after(std::chrono::system_clock::time_point t) const;
 
   /// The last tick at or before `t`; nothing when none came within
   /// defaults::cron_search_years.
   std::optional<cron_time> latest_at_or_before(cron_time t) const;
+  /// latest_at_or_before() of a system_clock time, read in the schedule's time zone.
   std::optional<cron_time>
   latest_at_or_before(std::chrono::system_clock::time_point t) const;
 
+  /// The parsed cron expression.
   const cron_expression& expression() const {
     return expression_;
   }
+  /// The IANA name of the time zone the fields are read in ("UTC" by default).
   const std::string& time_zone_name() const {
     return zone_name_;
   }

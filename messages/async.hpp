@@ -34,6 +34,7 @@ public:
   /// Delivers the run's outcome (called once, by the runtime).
   using sink = std::function<void(job_outcome)>;
 
+  /// A promise for the run of job `job_id` of `kind` that hands its outcome to `deliver` (made by the runtime, not by handlers).
   job_promise(int64_t job_id, std::string kind, sink deliver);
 
   /// The job succeeded.
@@ -79,6 +80,7 @@ struct async_context : job_context {
       timer(delay, std::move(fn));
   }
 
+  /// Set by the executor: how after() schedules its timers (empty outside a run: after() then does nothing).
   timer_function timer;
 };
 

@@ -14,6 +14,7 @@
 
 namespace aw {
 
+/// A run's cancellation: set on deadline, lost lease, `jobs cancel` or shutdown; copies share one state. Handlers poll cancelled() or register a callback; cancellation is cooperative.
 class cancellation_token {
 public:
   cancellation_token() : state_(std::make_shared<state>()) {

@@ -57,8 +57,11 @@ struct insert_options {
 
 /// One job of a bulk enqueue.
 struct enqueue_request {
+  /// The job's kind (selects the handler).
   std::string kind;
+  /// The job's args (a JSON object).
   nlohmann::json args = nlohmann::json::object();
+  /// Queue, priority, run time, attempts, deadline, uniqueness ...
   insert_options options;
 };
 

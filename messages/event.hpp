@@ -14,7 +14,9 @@ namespace aw {
 /// A committed transition. Hooks observe it after the commit, best effort;
 /// follow-ups are computed from it inside the transaction.
 struct event {
+  /// Which transition was committed.
   event_type type = event_type::started;
+  /// The job's kind.
   std::string kind;
   /// The committed row, keys = column names of `jobs` (of
   /// `dead_letter_jobs` for `exhausted`).
@@ -35,6 +37,7 @@ struct event {
   /// which counts every start, says 2.
   int attempt = 0;
 
+  /// The job's id (from the committed row).
   int64_t job_id() const {
     return job.value(job.contains("original_job_id") ? "original_job_id" : "id",
                      int64_t{0});
@@ -72,6 +75,7 @@ inline event make_event(const job_event& e) {
 /// An event with the job's args parsed into `Args`.
 template <class Args>
 struct typed_event : event {
+  /// The job's args, parsed as `Args`.
   Args args;
 };
 

@@ -16,8 +16,11 @@ namespace aw {
 
 /// The job being run, as its handler sees it.
 struct job_context {
+  /// The job's id.
   int64_t id = 0;
+  /// The job's kind.
   std::string kind;
+  /// The job's queue.
   std::string queue;
   /// Times started, including this run (1 on the first run); snoozed and
   /// released runs count too. The attempt as the retry limit counts it is

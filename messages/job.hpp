@@ -15,6 +15,7 @@ namespace aw {
 /// locked by this worker. Args and metadata stay JSON text until a handler
 /// parses them, so the actors never pay for a parse they don't need.
 struct claimed_job {
+  /// The job's id.
   int64_t id = 0;
   /// The lease: a token storage made for this run, opaque outside
   /// storage/. Every write about the run carries it back, and storage
@@ -22,10 +23,13 @@ struct claimed_job {
   /// claimed again), so an outcome of an earlier run can never finalize a
   /// later one.
   int64_t lease = 0;
+  /// The job's kind (selects the handler).
   std::string kind;
+  /// The queue it was claimed from.
   std::string queue;
   /// The `args` column as JSON text.
   std::string args;
+  /// Its priority (lower runs first).
   int32_t priority = 0;
   /// Times started, including this run (so 1 on the first run).
   int32_t attempt = 0;
@@ -62,8 +66,11 @@ typename Inspector::result_type inspect(Inspector& f, claimed_job& x) {
 /// Jobs of one kind that a claim left for other workers: this one has no
 /// handler for the kind (a rolling deploy).
 struct set_aside_jobs {
+  /// The kind no handler of this worker runs.
   std::string kind;
+  /// The priority of the jobs set aside.
   int32_t priority = 0;
+  /// How many jobs of that kind and priority were set aside.
   int64_t count = 0;
 };
 
@@ -139,12 +146,14 @@ const char* to_string(outcome_kind k);
 
 /// The result of one run of one job.
 struct job_outcome {
+  /// The job the outcome is about.
   int64_t job_id = 0;
   /// The run's lease (claimed_job::lease): storage writes the outcome only
   /// while that lease still holds the job.
   int64_t lease = 0;
   /// The run's attempt (claimed_job::attempt), for its events.
   int32_t attempt = 0;
+  /// What the handler decided (completed, retry, snooze, cancel, ...).
   outcome_kind kind = outcome_kind::completed;
   /// The failure message recorded as `last_error_message` (the reason for
   /// a cancel); empty on success.
@@ -158,6 +167,7 @@ struct job_outcome {
   bool observed = false;
   /// The job's kind and queue, for the log line of the recorded outcome.
   std::string job_kind;
+  /// The job's queue.
   std::string queue;
 };
 
@@ -183,9 +193,13 @@ const char* to_string(rescue_reason r);
 
 /// A job that a rescue pass charged and rescheduled or dead-lettered.
 struct rescued_job {
+  /// The rescued job's id.
   int64_t id = 0;
+  /// Its kind.
   std::string kind;
+  /// Its queue.
   std::string queue;
+  /// Why it was rescued.
   rescue_reason reason = rescue_reason::stale_heartbeat;
   /// It was its last attempt: moved to the dead letter queue.
   bool dead_lettered = false;
@@ -224,7 +238,9 @@ const char* to_string(event_type t);
 
 /// A committed transition, on its way to the hooks of the job's kind.
 struct job_event {
+  /// Which transition.
   event_type type = event_type::started;
+  /// The job's kind.
   std::string kind;
   /// The committed job row as a JSON object (keys = column names).
   std::string job_json;
@@ -257,8 +273,11 @@ enum class finish_result : uint8_t {
 /// What storage did with one outcome, reported to the poller that ran the
 /// job once the outcome's transaction committed (or was found stale).
 struct outcome_report {
+  /// The job the outcome was about.
   int64_t job_id = 0;
+  /// What the handler decided.
   outcome_kind kind = outcome_kind::completed;
+  /// Whether storage applied it (or found the lease gone: a stale outcome).
   finish_result result = finish_result::applied;
 };
 
@@ -271,6 +290,7 @@ typename Inspector::result_type inspect(Inspector& f, outcome_report& x) {
 /// A job this node holds a lease on (claimed, running, or finished with its
 /// outcome not yet committed), for heartbeats and the watchdog.
 struct held_job {
+  /// The job's id.
   int64_t id = 0;
   /// Its lease (claimed_job::lease).
   int64_t lease = 0;

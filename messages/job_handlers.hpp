@@ -16,6 +16,7 @@
 
 namespace aw {
 
+/// What the actors need from a registry of handlers, hooks and follow-ups by kind (aw::registry implements it): the layers below app/ see only this.
 class job_handlers {
 public:
   /// How the runtime runs a kind's handler.

@@ -38,13 +38,18 @@ const char* to_string(execution_result r);
 
 /// One queue's live jobs by state, as one sample of the database.
 struct queue_sample {
+  /// The queue sampled.
   std::string queue;
   /// Jobs per state: available (due), scheduled (not due yet), running,
   /// waiting_external, dead_lettered.
   int64_t available = 0;
+  /// Jobs not due yet.
   int64_t scheduled = 0;
+  /// Jobs running.
   int64_t running = 0;
+  /// Jobs parked waiting for a callback.
   int64_t waiting_external = 0;
+  /// Dead letters of the queue.
   int64_t dead_lettered = 0;
   /// Seconds since the oldest due available job became due; 0 when none.
   double oldest_available_age_seconds = 0;
@@ -54,6 +59,7 @@ struct queue_sample {
 /// letters.
 using queue_samples = std::vector<queue_sample>;
 
+/// Receives what the runtime does (health, jobs, claims, queue samples) for metrics; every method has a no-op default. aw::prometheus_observer is the one the binary uses.
 class observer {
 public:
   virtual ~observer() = default;

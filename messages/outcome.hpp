@@ -11,6 +11,7 @@
 
 namespace aw {
 
+/// What a handler returns: completed (the default when it returns nothing), retry after a delay, snooze, cancel, or wait for an external callback. Built with the static functions; throwing from a handler is a retryable failure, throwing aw::terminal_error a final one.
 class outcome {
 public:
   /// The job succeeded.
@@ -46,6 +47,7 @@ public:
     return outcome{outcome_kind::waiting_callback, timeout.count(), {}};
   }
 
+  /// Which outcome it is.
   outcome_kind kind() const {
     return kind_;
   }
@@ -55,6 +57,7 @@ public:
     return std::chrono::milliseconds{delay_ms_};
   }
 
+  /// The reason given (retry_after, cancel), "" otherwise.
   const std::string& message() const {
     return message_;
   }

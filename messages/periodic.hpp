@@ -11,6 +11,7 @@ namespace aw {
 
 /// A schedule's row in periodic_schedules (migrations/014_periodic.sql).
 struct periodic_row {
+  /// The schedule's name ([periodic.NAME]).
   std::string name;
   /// The cron expression and zone its last tick was computed from
   /// (periodic_config::spec()).
@@ -33,6 +34,7 @@ typename Inspector::result_type inspect(Inspector& f, periodic_row& x) {
 struct periodic_tick {
   /// The schedule (periodic_schedules.name) and its spec.
   std::string name;
+  /// The schedule's cron expression as configured.
   std::string spec;
   /// The tick: the instant the cron expression names, in seconds since the
   /// epoch. Part of the schedule's unique key: a tick at or before the
@@ -42,7 +44,9 @@ struct periodic_tick {
   std::string kind;
   /// JSON object text.
   std::string args = "{}";
+  /// The queue the tick's job goes to.
   std::string queue;
+  /// The priority of the tick's job.
   int32_t priority = 0;
 };
 

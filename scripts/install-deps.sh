@@ -12,6 +12,7 @@ packages=(
   postgresql postgresql-client gawk
   pgbouncer
   libjs-chart.js chromium chromium-driver
+  mkdocs doxygen python3
 )
 
 missing=()

@@ -35,19 +35,27 @@ std::string dead_letters_json(pqxx::connection_base& conn, int64_t limit,
 /// queue, kind and error fingerprint ("" = any; the dashboard's failure
 /// groups, migrations/011_dashboard.sql).
 struct dead_letter_filter {
+  /// One dead letter by its id (dead_letter_jobs.id); 0: any.
   int64_t id = 0;
+  /// Only this queue ("" matches any).
   std::string queue;
+  /// Only this kind ("" matches any).
   std::string kind;
+  /// Only this error fingerprint, a failure group ("" matches any).
   std::string fingerprint;
 };
 
 /// A dead letter moved back into `jobs`.
 struct retried_dead_letter {
+  /// The dead letter's id (dead_letter_jobs.id).
   int64_t dead_letter_id = 0;
+  /// The id the job had before it was dead-lettered.
   int64_t original_job_id = 0;
   /// The new job's id.
   int64_t job_id = 0;
+  /// The job's kind.
   std::string kind;
+  /// The job's queue.
   std::string queue;
 };
 

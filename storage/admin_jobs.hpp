@@ -23,11 +23,15 @@ std::optional<std::string> job_json(pqxx::connection_base& conn, int64_t id);
 
 /// Which jobs `jobs list` shows: empty strings match anything.
 struct job_filter {
+  /// Only jobs in this state.
   std::string state;
+  /// Only jobs of this queue.
   std::string queue;
+  /// Only jobs of this kind.
   std::string kind;
   /// Keyset pagination: only ids above this one.
   int64_t after = 0;
+  /// At most this many jobs.
   int64_t limit = 100;
 };
 
@@ -36,6 +40,7 @@ std::string jobs_json(pqxx::connection_base& conn, const job_filter& filter);
 
 /// Where a job is.
 struct job_position {
+  /// The state the job is in.
   std::string state;
   /// The worker holding it ("" when none).
   std::string locked_by;
@@ -61,7 +66,9 @@ enum class cancel_result {
   not_found,
 };
 
+/// What `jobs cancel` did.
 struct cancel_report {
+  /// Cancelled, requested, already finished, or not found.
   cancel_result result = cancel_result::not_found;
   /// The state it was found in (for `finished`: its final state).
   job_position position;
@@ -95,7 +102,9 @@ enum class retry_result {
   not_found,
 };
 
+/// What `jobs retry` did.
 struct retry_report {
+  /// Run now, rerun, refused, or not found.
   retry_result result = retry_result::not_found;
   /// The state it was found in.
   job_position position;

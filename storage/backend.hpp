@@ -29,10 +29,12 @@ namespace aw::storage {
 
 /// What finishing one outcome did.
 struct finish_report {
+  /// Applied, or stale (the run's lease no longer held the job).
   finish_result result = finish_result::stale;
   /// The transition fires an event (and has the committed row in
   /// event.job_json when the kind is observed).
   bool has_event = false;
+  /// The event, when has_event.
   job_event event;
 };
 
@@ -40,9 +42,13 @@ struct finish_report {
 /// take at most `max_bytes` (but at least one job); jobs without a deadline
 /// of their own get `default_deadline_ms` (0 = none).
 struct claim_request {
+  /// The queue to claim from.
   std::string queue;
+  /// At most this many jobs.
   int limit = 1;
+  /// At most this many bytes of args and metadata (but at least one job).
   int64_t max_bytes = int64_t{1} << 40;
+  /// The deadline of jobs without one of their own; 0 = none.
   int64_t default_deadline_ms = 0;
 };
 
@@ -51,6 +57,7 @@ struct claim_request {
 using follow_up_function
   = std::function<std::vector<enqueue_request>(const job_event&)>;
 
+/// What the storage actor needs from a database: calls that return their errors (caf::expected) instead of throwing. pg_backend is the real one; the actor tests use a scripted fake.
 class backend {
 public:
   virtual ~backend();

@@ -49,6 +49,7 @@ const char* to_string(callback_action action);
 
 /// What a resolution committed.
 struct callback_resolution {
+  /// The action applied: complete, fail, retry or resume.
   callback_action action = callback_action::complete;
   /// The committed row as JSON: the job's (complete, retry, resume) or, for
   /// fail, its dead letter's.
@@ -63,11 +64,13 @@ struct callback_resolution {
 /// A resolution that changed nothing; code() says why.
 class callback_error : public std::runtime_error {
 public:
+  /// An error of `code` (callback_not_found, callback_not_waiting, follow_up_failed) with `message`.
   callback_error(ec code, const std::string& message)
     : std::runtime_error(message), code_(code) {
     // nop
   }
 
+  /// Why nothing changed.
   ec code() const {
     return code_;
   }

@@ -40,7 +40,9 @@ struct dashboard_page {
 struct dashboard_job_filter {
   /// One of job_states(), or "".
   std::string state;
+  /// Only jobs of this queue ("" matches any).
   std::string queue;
+  /// Only jobs of this kind ("" matches any).
   std::string kind;
   /// Only ids below this one; 0: from the newest.
   int64_t before = 0;
@@ -69,8 +71,11 @@ struct dashboard_dead_letter_filter {
   /// not used). With kind and fingerprint the page lists one failure
   /// group through its index.
   dead_letter_filter match;
+  /// Only dead letters with ids below this one; 0: from the newest.
   int64_t before = 0;
+  /// At most this many rows.
   int64_t limit = 50;
+  /// The most rows one page may scan for matches, so a rare filter stays cheap.
   int64_t scan_budget = 20000;
 };
 
@@ -94,6 +99,7 @@ int64_t count_dead_letters(pqxx::connection_base& conn,
 
 /// What a purge deleted.
 struct purge_report {
+  /// How many dead letters were deleted.
   int64_t purged = 0;
   /// The purged dead letters' original job ids (the first 1,000).
   std::vector<int64_t> job_ids;
@@ -110,12 +116,17 @@ struct audit_entry {
   std::string action;
   /// What it was asked to act on, a JSON object.
   std::string target_json = "{}";
+  /// How many jobs it changed.
   int64_t affected = 0;
   /// The jobs it changed; the first 1,000 are kept.
   std::vector<int64_t> job_ids;
+  /// "ok", or why it was refused or failed.
   std::string outcome;
+  /// The client's address.
   std::string remote_addr;
+  /// The client's User-Agent.
   std::string user_agent;
+  /// The worker id of the node that served it.
   std::string worker;
 };
 

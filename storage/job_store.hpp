@@ -34,10 +34,13 @@ namespace aw::storage {
 /// A queue's cluster-wide limits as a worker's configuration sets them
 /// ([queues.Q] global_concurrency, rate_limit; 0 = no limit).
 struct queue_limit_settings {
+  /// The queue.
   std::string queue;
+  /// At most this many jobs of it held at once on all nodes; 0 = no limit.
   int global_concurrency = 0;
   /// At most rate_limit claims per rate_period_ms (1000 or 60000).
   int rate_limit = 0;
+  /// The rate limit's period in ms: 1000 ("N/s") or 60000 ("N/m").
   int64_t rate_period_ms = 0;
 };
 
@@ -63,8 +66,11 @@ struct job_store_options {
   /// This process, for its row in worker_nodes: node name, host, version
   /// and the queues it serves.
   std::string node;
+  /// The host the process runs on.
   std::string host;
+  /// The binary's version.
   std::string version;
+  /// The queues the process serves.
   std::vector<std::string> queues;
   /// The limits of the queues it serves, written into queue_controls at
   /// start (apply_queue_controls()).
@@ -75,8 +81,10 @@ struct job_store_options {
   bool prepared_statements = true;
 };
 
+/// One database connection with the runtime's named statements (claim, finish, heartbeat, release, rescue, cleanup); every method blocks. The storage actor owns one.
 class job_store {
 public:
+  /// A store for `opts`: the database URL, pooler mode, intervals and this process's identity.
   explicit job_store(job_store_options opts);
   ~job_store();
 

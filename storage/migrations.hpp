@@ -13,8 +13,11 @@ namespace aw::storage {
 
 /// One migration file.
 struct migration {
+  /// Its number (NNN of NNN_name.sql).
   int version;
+  /// Its name (the file name without the number).
   std::string name;
+  /// Its SQL.
   std::string sql;
 };
 
@@ -24,7 +27,9 @@ const std::vector<migration>& embedded_migrations();
 /// One SQL function file: `name` is the function it defines (CREATE OR
 /// REPLACE FUNCTION name ...).
 struct sql_function {
+  /// The function's name.
   std::string name;
+  /// The file's SQL (CREATE OR REPLACE FUNCTION ...).
   std::string sql;
 };
 
@@ -36,8 +41,11 @@ int latest_migration_version();
 
 /// What a migrate run did.
 struct migrate_report {
+  /// The schema's version before.
   int from_version = 0;
+  /// The schema's version after.
   int to_version = 0;
+  /// The migrations applied, in order (empty when it was up to date).
   std::vector<std::string> applied;
 };
 

@@ -11,10 +11,13 @@ namespace aw::storage {
 
 /// One NOTIFY received.
 struct notification {
+  /// The channel it came on.
   std::string channel;
+  /// Its payload.
   std::string payload;
 };
 
+/// The LISTEN side of LISTEN/NOTIFY, on a connection of its own that never holds a transaction open.
 class notification_listener {
 public:
   /// Listens on `channels` once connect() succeeds.
@@ -24,8 +27,10 @@ public:
   /// Opens the connection and issues LISTEN. Throws when unreachable.
   void connect();
 
+  /// Closes the connection (a later connect() opens a new one).
   void disconnect() noexcept;
 
+  /// True while the connection is open.
   bool connected() const noexcept;
 
   /// Blocks up to `wait` for notifications; returns those received, in

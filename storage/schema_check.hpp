@@ -13,7 +13,9 @@ namespace aw::storage {
 
 /// Every table and column the runtime's queries use.
 struct required_table {
+  /// The table's name.
   const char* table;
+  /// The columns the queries use.
   std::vector<const char*> columns;
 };
 const std::vector<required_table>& required_schema();
@@ -22,7 +24,9 @@ const std::vector<required_table>& required_schema();
 /// parameters the current one has (a migration that adds one replaces the
 /// function: the old one left alone means that migration is missing).
 struct required_function {
+  /// The function's name.
   const char* name;
+  /// How many parameters the current version has.
   int parameters;
 };
 const std::vector<required_function>& required_functions();

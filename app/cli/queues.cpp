@@ -1,5 +1,5 @@
 // `actor-worker queues [--json]`, `queues pause QUEUE`, `queues resume
-// QUEUE`: the cluster-wide queue controls (README "Queue controls").
+// QUEUE`: the cluster-wide queue controls (docs/clusters.md, "Queue controls").
 
 #include "actor_worker/app/cli/cli.hpp"
 

@@ -2,7 +2,7 @@
 // commits the new user and a welcome-email job in one transaction. The
 // job's handler "sends" the email, a hook observes the completion, and a
 // durable follow-up (an audit entry, committed with the completion) runs
-// as a job of its own. The README's embedding section is this file.
+// as a job of its own. docs/embedding.md shows this file.
 //
 //   DATABASE_URL=postgresql://postgres@127.0.0.1:5432/shop ./shop
 //

@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
           "\"message\": \"upstream 502 from billing-7, will retry\"}')");
   auto flaky = db.scalar("SELECT max(id) FROM jobs_live");
   // Work spread over a minute, some of it failing once: the throughput
-  // chart shows bars over several intervals (the README's picture).
+  // chart shows bars over several intervals (the picture in docs/).
   db.exec("INSERT INTO jobs (kind, state, run_at) SELECT 'noop', 'scheduled', "
           "now() + make_interval(secs => 5 + i * 0.2 + 8 * sin(i / 20.0)) "
           "FROM generate_series(1, 200) AS i");
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   BOOST_TEST(browser.js("return typeof window.Chart === 'function' && "
                         "document.getElementById('throughput-chart').width > 0;")
              == true);
-  // Give the chart's bars a moment, then the picture for the README.
+  // Give the chart's bars a moment, then the picture for the docs (docs/dashboard.png).
   browser.resize(1400, 1050);
   browser.wait_js("return document.querySelector('#queues tbody tr') !== null;");
   snap(browser, env, "dashboard-queues.png");

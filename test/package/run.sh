@@ -8,7 +8,7 @@
 #      committed;
 #   4. compile and link a small program with the pkg-config file alone;
 #   5. check the installed migrations and the systemd unit;
-#   6. check that the README's embedding section is the example.
+#   6. check that docs/embedding.md shows the example as it is.
 #
 #   test/package/run.sh BUILD_DIR SOURCE_DIR     (AW_TEST_DATABASE_URL set)
 set -euo pipefail
@@ -24,13 +24,13 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "package_example: $*" >&2; exit 1; }
 
-# The README's embedding section is the example, as printed.
+# docs/embedding.md shows the example as it is.
 awk '/^<!-- embedded example: examples\/embedded\/main.cpp -->$/ { found = 1; next }
      found && /^```cpp$/ { inside = 1; next }
      inside && /^```$/ { exit }
-     inside { print }' "$SRC/README.md" >"$WORK/readme-example.cpp"
+     inside { print }' "$SRC/docs/embedding.md" >"$WORK/readme-example.cpp"
 diff -u "$SRC/examples/embedded/main.cpp" "$WORK/readme-example.cpp" >"$WORK/readme.diff" \
-  || { cat "$WORK/readme.diff"; fail "README.md's embedding example differs from examples/embedded/main.cpp"; }
+  || { cat "$WORK/readme.diff"; fail "docs/embedding.md's example differs from examples/embedded/main.cpp"; }
 
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log" || { cat "$WORK/install.log"; fail "cmake --install failed"; }
