@@ -76,14 +76,19 @@ BEGIN
     FROM job_batches AS b
    WHERE b.on_lane AND b.rescued_at IS NULL
      AND coalesce(b.finished_at, 'infinity') > now() - p_retention;
-  EXECUTE format('UPDATE jobs AS j SET slot = -1 FROM job_batches AS b'
-                 ' WHERE b.id = ANY ($1) AND j.slot = %s AND j.unique_key IS NULL'
-                 ' AND j.queue = b.queue AND j.priority = b.priority'
-                 ' AND j.ready_xid <> ''0'''
-                 ' AND (j.ready_xid, j.id) >= (b.first_xid, b.first_id)'
-                 ' AND (j.ready_xid, j.id) <= (b.to_xid, b.to_id)'
-                 ' AND pg_visible_in_snapshot(j.ready_xid, b.tick_hi)'
-                 ' AND NOT pg_visible_in_snapshot(j.ready_xid, b.tick_lo)', v_slot)
+  -- One range scan of the slot's lane index per batch (a join of the
+  -- batches with the slot could compare every pair: hours, under the lock).
+  EXECUTE format('UPDATE jobs AS j SET slot = -1 WHERE j.slot = %s AND j.id IN ('
+                 ' SELECT x.id FROM job_batches AS b CROSS JOIN LATERAL ('
+                 '  SELECT r.id FROM jobs_slot_%s AS r'
+                 '   WHERE r.queue = b.queue AND r.priority = b.priority'
+                 '     AND r.ready_xid <> ''0'' AND r.unique_key IS NULL'
+                 '     AND (r.ready_xid, r.id) >= (b.first_xid, b.first_id)'
+                 '     AND r.ready_xid <= b.to_xid'
+                 '     AND (r.ready_xid, r.id) <= (b.to_xid, b.to_id)'
+                 '     AND pg_visible_in_snapshot(r.ready_xid, b.tick_hi)'
+                 '     AND NOT pg_visible_in_snapshot(r.ready_xid, b.tick_lo)) AS x'
+                 ' WHERE b.id = ANY ($1))', v_slot, v_slot)
     USING v_keep;
   GET DIAGNOSTICS v_n = ROW_COUNT; v_moved := v_moved + v_n;
   -- The batches kept: those, each lane's newest, row batches with running
