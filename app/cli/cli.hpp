@@ -103,7 +103,9 @@ struct enqueue_options {
 int enqueue_job(const runtime_config& cfg, const enqueue_options& o);
 
 /// Parses an RFC 3339 timestamp ("2030-01-02T03:04:05Z",
-/// "2030-01-02 03:04:05.250+02:00"). Throws usage_error naming `what`.
+/// "2030-01-02 03:04:05.250+02:00"), from 1677-09-21T00:12:45Z to
+/// 2262-04-11T23:47:15Z (what a time_point holds). Throws usage_error
+/// naming `what`.
 std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
                                                    const std::string& text);
 

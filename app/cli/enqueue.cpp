@@ -33,6 +33,16 @@ std::chrono::milliseconds seconds_or_duration(const char* flag,
   }
 }
 
+namespace {
+
+/// The whole seconds since the epoch a system_clock::time_point (64-bit
+/// nanoseconds) holds with any fraction: 1677-09-21T00:12:45Z to
+/// 2262-04-11T23:47:15Z.
+constexpr int64_t rfc3339_max_seconds = INT64_MAX / 1'000'000'000 - 1;
+constexpr int64_t rfc3339_min_seconds = -rfc3339_max_seconds;
+
+} // namespace
+
 std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
                                                    const std::string& text) {
   auto bad = [&](const std::string& why) {
@@ -109,6 +119,13 @@ std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
   if (tm.tm_mday != day)
     throw bad("no such day in that month");
   secs -= static_cast<time_t>(offset_minutes) * 60;
+  // A time_point counts nanoseconds in 64 bits: past these bounds it would
+  // wrap (2262 stored as 1677, and the reverse), so refuse instead.
+  if (secs < rfc3339_min_seconds || secs > rfc3339_max_seconds)
+    throw usage_error(what + ": '" + aw::printable(text)
+                      + "' is out of range (the earliest is "
+                        "1677-09-21T00:12:45Z, the latest "
+                        "2262-04-11T23:47:15Z)");
   return std::chrono::system_clock::time_point{
     std::chrono::seconds{secs} + std::chrono::microseconds{micros}};
 }

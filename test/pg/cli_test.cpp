@@ -130,6 +130,49 @@ BOOST_AUTO_TEST_CASE(job_input_the_queue_would_trip_over_is_refused_with_exit_2)
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_run_at_a_time_point_cannot_hold_is_refused_not_wrapped) {
+  aw::test::fresh_database db;
+  // One second past what 64-bit nanoseconds hold: it used to wrap to 1677
+  // (and run at once), the earliest one to 2262.
+  for (const auto* when : {"2262-04-11T23:47:16Z", "2262-04-11T23:47:17Z",
+                           "9999-12-31T23:59:59Z", "1677-09-21T00:12:44Z",
+                           "0001-01-01T00:00:00Z"})
+    BOOST_TEST_CONTEXT(when) {
+      auto r = aw::test::run_binary(std::string{"enqueue noop '{}' --run-at "}
+                                      + when,
+                                    db.url);
+      BOOST_TEST(r.exit_code == 2, r.err);
+      BOOST_TEST(contains(r.err, "--run-at: '" + std::string{when}
+                                   + "' is out of range"),
+                 r.err);
+      temp_file lines{std::string{"{\"kind\": \"noop\"}\n{\"kind\": \"noop\", "
+                                  "\"run_at\": \""}
+                        + when + "\"}\n",
+                      ".jsonl"};
+      r = aw::test::run_binary("enqueue --jsonl " + lines.path, db.url);
+      BOOST_TEST(r.exit_code == 2, r.err);
+      BOOST_TEST(contains(r.err, "line 2: \"run_at\": '" + std::string{when}
+                                   + "' is out of range"),
+                 r.err);
+    }
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  // The bounds themselves are stored exactly.
+  auto r = aw::test::run_binary("enqueue noop '{}' --run-at 2262-04-11T23:47:15Z",
+                                db.url);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  temp_file early{"{\"kind\": \"noop\", \"run_at\": \"1677-09-21T00:12:45Z\"}\n",
+                  ".jsonl"};
+  BOOST_REQUIRE_EQUAL(aw::test::run_binary("enqueue --jsonl " + early.path,
+                                           db.url)
+                        .exit_code,
+                      0);
+  aw::test::db_session s{db.url};
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE run_at = "
+                      "'2262-04-11 23:47:15+00'") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE run_at = "
+                      "'1677-09-21 00:12:45+00'") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_the_password) {
   aw::test::fresh_database db;
   auto base = db.url.substr(0, db.url.rfind('/'));
