@@ -200,6 +200,32 @@ BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_t
   BOOST_TEST((std::chrono::steady_clock::now() - started < std::chrono::seconds{20}));
 }
 
+BOOST_AUTO_TEST_CASE(a_malformed_percent_escape_in_the_url_exits_2_and_never_shows_the_password) {
+  aw::test::fresh_database db;
+  auto base = db.url.substr(0, db.url.rfind('/'));
+  auto at = base.find("postgres@");
+  BOOST_REQUIRE(at != std::string::npos);
+  // libpq quotes the token with the bad escape alone: here, the password.
+  for (const auto* password : {"S3cret%zzPw", "S3cret%00Pw"})
+    BOOST_TEST_CONTEXT(password) {
+      auto url = base.substr(0, at) + "postgres:" + password + "@"
+                 + base.substr(at + 9) + "/postgres";
+      auto r = aw::test::run_binary("jobs list", url);
+      BOOST_TEST(r.exit_code == 2, r.err);
+      BOOST_TEST(!contains(r.out + r.err, "S3cret"), r.err);
+      BOOST_TEST(!contains(r.out + r.err, "Pw"), r.err);
+      BOOST_TEST(contains(r.err, "invalid configuration: database.url"), r.err);
+      BOOST_TEST(contains(r.err, "a %XX escape in the URL is malformed"), r.err);
+      // `run` stops at once instead of logging it on every retry.
+      auto started = std::chrono::steady_clock::now();
+      r = aw::test::run_binary("run", url);
+      BOOST_TEST(r.exit_code == 2, r.err);
+      BOOST_TEST(!contains(r.out + r.err, "S3cret"), r.err);
+      BOOST_TEST((std::chrono::steady_clock::now() - started
+                  < std::chrono::seconds{20}));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_a_message_that_says_what_and_version_exits_0) {
   aw::test::fresh_database db;
   struct usage {
