@@ -27,6 +27,7 @@ int resolve_callback(const runtime_config& cfg, const std::string& database,
                         "0b5e5c3e-6f1a-4c1e-9d7e-2a3b4c5d6e7f)");
   nlohmann::json payload;
   if (!payload_text.empty()) {
+    check_json_depth("PAYLOAD_JSON", payload_text);
     try {
       payload = nlohmann::json::parse(payload_text);
     } catch (const std::exception& e) {

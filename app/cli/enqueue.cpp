@@ -130,6 +130,34 @@ std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
     std::chrono::seconds{secs} + std::chrono::microseconds{micros}};
 }
 
+void check_json_depth(const std::string& what, const std::string& text) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > aw::defaults::max_json_depth)
+        throw usage_error(what + " nests arrays and objects more than "
+                          + std::to_string(aw::defaults::max_json_depth)
+                          + " deep (at byte " + std::to_string(i + 1)
+                          + "); flatten it");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 namespace {
 
 /// The whole of a file, or of stdin for "-". Throws usage_error naming
@@ -190,6 +218,7 @@ aw::insert_options options_of(const enqueue_options& o) {
     opts.ordering_key = o.ordering_key;
   opts.tags = split_tags(o.tags);
   if (!o.metadata.empty()) {
+    check_json_depth("--metadata", o.metadata);
     try {
       opts.metadata = nlohmann::json::parse(o.metadata);
     } catch (const std::exception& e) {
@@ -214,6 +243,7 @@ aw::enqueue_request parse_line(const std::string& line, size_t number,
                                const aw::insert_options& defaults) {
   auto at = "line " + std::to_string(number) + ": ";
   nlohmann::json doc;
+  check_json_depth("line " + std::to_string(number), line);
   try {
     doc = nlohmann::json::parse(line);
   } catch (const std::exception& e) {
@@ -386,6 +416,8 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o) {
                             : "ARGS_JSON (" + aw::printable(path) + ")";
   }
   nlohmann::json args;
+  check_json_depth(args_from + " for kind '" + aw::printable(o.kind) + "'",
+                   args_text);
   try {
     args = nlohmann::json::parse(args_text);
   } catch (const std::exception& e) {

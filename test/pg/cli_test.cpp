@@ -173,6 +173,56 @@ BOOST_AUTO_TEST_CASE(a_run_at_a_time_point_cannot_hold_is_refused_not_wrapped) {
                       "'1677-09-21 00:12:45+00'") == 1);
 }
 
+BOOST_AUTO_TEST_CASE(json_nested_deeper_than_256_is_refused_with_exit_2_in_every_form) {
+  aw::test::fresh_database db;
+  // An object whose one value is an array nested `levels` deep.
+  auto nested = [](size_t levels) {
+    return "{\"a\": " + std::string(levels - 1, '[') + std::string(levels - 1, ']')
+           + "}";
+  };
+  auto deep = nested(100'000);
+  const std::string says = "nests arrays and objects more than 256 deep";
+  // The argument itself (an argument holds at most 128 KiB).
+  auto r = aw::test::run_bounded({"enqueue", "noop", nested(60'000)}, db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "ARGS_JSON for kind 'noop' " + says), r.err);
+  temp_file file{deep, ".json"};
+  r = aw::test::run_binary("enqueue noop @" + file.path, db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, says), r.err);
+  r = aw::test::run_binary("enqueue noop - < " + file.path, db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "ARGS_JSON (stdin) for kind 'noop' " + says), r.err);
+  temp_file lines{"{\"kind\": \"noop\"}\n{\"kind\": \"noop\", \"args\": " + deep
+                    + "}\n",
+                  ".jsonl"};
+  r = aw::test::run_binary("enqueue --jsonl " + lines.path, db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "line 2 " + says), r.err);
+  r = aw::test::run_binary("enqueue --jsonl - < " + lines.path, db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  r = aw::test::run_bounded({"enqueue", "noop", "--metadata", nested(60'000)},
+                            db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "--metadata " + says), r.err);
+  r = aw::test::run_bounded({"callback", "complete",
+                             "0b5e5c3e-6f1a-4c1e-9d7e-2a3b4c5d6e7f",
+                             nested(60'000)},
+                            db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "PAYLOAD_JSON " + says), r.err);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  // 256 levels are taken, brackets inside strings do not count.
+  temp_file ok{nested(256), ".json"};
+  r = aw::test::run_binary("enqueue noop @" + ok.path, db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  r = aw::test::run_bounded({"enqueue", "noop", "{\"s\": \"" + std::string(300, '[')
+                                                  + "\\\"{{\"}"},
+                            db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_the_password) {
   aw::test::fresh_database db;
   auto base = db.url.substr(0, db.url.rfind('/'));
