@@ -12,6 +12,7 @@
 
 #include "actor_worker/app/builtin_kinds.hpp"
 #include "actor_worker/app/registry.hpp"
+#include "actor_worker/app/toml_kinds.hpp"
 
 namespace aw::cli {
 
@@ -117,6 +118,12 @@ int check_config(const std::string& file, bool json) {
   if (file.empty())
     throw usage_error("check: no file to check: pass --config FILE");
   auto cluster = load_cluster(file);
+  // What `run` refuses, `check` refuses: a [kinds.NAME] of a built-in name.
+  {
+    registry builtin;
+    register_builtin_kinds(builtin, "postgresql:///unused");
+    refuse_registered_names(builtin, cluster.defaults.kinds);
+  }
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster.nodes.empty())
     nodes.push_back(describe(cluster.defaults.worker.node, cluster.defaults));

@@ -421,6 +421,37 @@ BOOST_AUTO_TEST_CASE(invalid_config_exits_2_naming_file_line_and_key) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(check_refuses_what_run_refuses) {
+  aw::test::fresh_database db;
+  struct bad_config {
+    const char* what;
+    std::string toml;
+    std::string says;
+  };
+  const std::vector<bad_config> cases{
+    {"a kind of a built-in name",
+     "[queues.default]\nconcurrency = 1\n\n[kinds.noop]\ncommand = [\"true\"]\n",
+     ":4: key 'kinds.noop': 'noop' is a built-in kind of actor-worker"},
+    {"a queue name with a line break",
+     "[queues.\"mail\\nforged\"]\nconcurrency = 1\n",
+     ":1: key 'queues.mail"},
+    {"a queue name over 200 bytes",
+     "[queues." + std::string(201, 'q') + "]\nconcurrency = 1\n",
+     "a queue name must be 1 to 200 bytes without control characters"},
+  };
+  for (auto& c : cases)
+    BOOST_TEST_CONTEXT(c.what) {
+      temp_file file{c.toml};
+      auto checked = aw::test::run_binary("--config " + file.path + " check",
+                                          db.url);
+      BOOST_TEST(checked.exit_code == 2, checked.out + checked.err);
+      BOOST_TEST(contains(checked.err, c.says), checked.err);
+      auto ran = run_bounded({"run", "--config", file.path}, db.url);
+      BOOST_TEST(ran.exit_code == 2, ran.err);
+      BOOST_TEST(contains(ran.err, c.says), ran.err);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(run_against_a_schema_missing_a_column_exits_naming_it) {
   aw::test::fresh_database db;
   db.exec("ALTER TABLE dead_letter_jobs DROP COLUMN tags");
