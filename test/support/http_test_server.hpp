@@ -8,6 +8,8 @@
 //   /503 without, /503-after with Retry-After: 90
 //   /404, /500, /302, /slow (200 after 3 s)
 //   /echo-auth 401 quoting the Authorization header in its body
+//   /echo-auth-at-cut?before=N[&prefix=P] the same where the error
+//     excerpt's cut (byte 512) falls N bytes before the header's end
 //   /record 204, remembering Content-Type, Authorization and the body
 // Its listen backlog is 5 (compiled into Debian's library): not for
 // hundreds of connections at once.
@@ -80,6 +82,20 @@ public:
       res.status = 401;
       res.set_content("invalid credentials: "
                         + req.get_header_value("Authorization"),
+                      "text/plain");
+    });
+    svr_.Post("/echo-auth-at-cut", [](const auto& req, auto& res) {
+      // The Authorization header (or its first `prefix` bytes, then other
+      // text) placed so that byte 512 falls `before` bytes before its end.
+      auto auth = req.get_header_value("Authorization");
+      auto before = std::stoul(req.get_param_value("before"));
+      auto shown = req.has_param("prefix")
+                     ? auth.substr(0, std::stoul(req.get_param_value("prefix")))
+                         + "-and-then-something-else"
+                     : auth;
+      res.status = 401;
+      res.set_content(std::string(512 - (auth.size() - before), 'x') + shown
+                        + " and more text after it",
                       "text/plain");
     });
     svr_.Post("/record", [this](const auto& req, auto& res) {

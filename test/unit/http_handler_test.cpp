@@ -216,6 +216,29 @@ BOOST_AUTO_TEST_CASE(header_values_and_url_secrets_never_reach_a_message) {
   BOOST_TEST(!contains(quoted.message, "k3y"));
 }
 
+BOOST_AUTO_TEST_CASE(a_secret_the_error_excerpt_cuts_is_masked_whole) {
+  aw::test::http_test_server server;
+  const std::string token = "HeaderSecretABC123";
+  ::setenv("AW_TEST_HTTP_SECRET", ("Bearer " + token).c_str(), 1);
+  const std::string headers
+    = ", headers = { Authorization = \"${AW_TEST_HTTP_SECRET}\" }";
+  // The cut 1, 5 and 12 bytes before the end of "Bearer HeaderSecretABC123",
+  // and a body that quotes only its first 22 bytes (the cut leaves 11 of
+  // the token once "Bearer" is masked).
+  for (const auto* path : {"/echo-auth-at-cut?before=1", "/echo-auth-at-cut?before=5",
+                           "/echo-auth-at-cut?before=12",
+                           "/echo-auth-at-cut?before=3&prefix=22"})
+    BOOST_TEST_CONTEXT(path) {
+      auto out = post(server.url(path), headers);
+      BOOST_TEST(out.kind == aw::outcome_kind::terminal_failure);
+      BOOST_TEST(!contains(out.message, "HeaderSec"), out.message);
+      BOOST_TEST(!contains(out.message, "ABC12"), out.message);
+      BOOST_TEST(contains(out.message, "[redacted]"), out.message);
+      BOOST_TEST(contains(out.message, "HTTP 401 from "), out.message);
+    }
+  ::unsetenv("AW_TEST_HTTP_SECRET");
+}
+
 BOOST_AUTO_TEST_CASE(redacted_url_drops_user_info_query_and_fragment) {
   BOOST_TEST(aw::redacted_url("https://u:p@h.example:8443/a/b?x=1#f")
              == "https://h.example:8443/a/b");
