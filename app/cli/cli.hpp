@@ -94,6 +94,8 @@ struct enqueue_options {
   std::string deadline;
   bool unique = false;
   std::string ordering_key;
+  /// --ordering-key was given (an empty one is refused, not taken as none).
+  bool ordering_key_given = false;
   /// Bulk: a file (or `-` for stdin) of JSON lines, one job each.
   std::string jsonl;
 };

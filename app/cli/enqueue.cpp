@@ -197,6 +197,31 @@ std::vector<std::string> split_tags(const std::string& text) {
   }
 }
 
+/// Refuses a NUL character (\u0000) in any string or key of `j`:
+/// PostgreSQL's jsonb cannot store one. `j` is at most max_json_depth
+/// deep (check_json_depth ran first).
+void refuse_nul(const std::string& what, const nlohmann::json& j) {
+  auto has_nul = [](const std::string& s) {
+    return s.find('\0') != std::string::npos;
+  };
+  auto refuse = [&] {
+    throw usage_error(what + " holds a NUL character (\\u0000), which "
+                             "PostgreSQL cannot store in jsonb; remove it "
+                             "or encode the value (base64, hex)");
+  };
+  if (j.is_string() && has_nul(j.get_ref<const std::string&>()))
+    refuse();
+  if (j.is_object())
+    for (auto& [key, value] : j.items()) {
+      if (has_nul(key))
+        refuse();
+      refuse_nul(what, value);
+    }
+  if (j.is_array())
+    for (auto& value : j)
+      refuse_nul(what, value);
+}
+
 /// The options the flags give (for --jsonl: every line's defaults).
 aw::insert_options options_of(const enqueue_options& o) {
   aw::insert_options opts;
@@ -214,6 +239,9 @@ aw::insert_options options_of(const enqueue_options& o) {
     opts.deadline = seconds_or_duration("--deadline", o.deadline);
   if (o.unique)
     opts.unique = aw::unique_options{};
+  if (o.ordering_key_given && o.ordering_key.empty())
+    throw usage_error("--ordering-key: the key must not be empty (leave the "
+                      "flag out for a job without one)");
   if (!o.ordering_key.empty())
     opts.ordering_key = o.ordering_key;
   opts.tags = split_tags(o.tags);
@@ -228,6 +256,7 @@ aw::insert_options options_of(const enqueue_options& o) {
     if (!opts.metadata.is_object())
       throw usage_error(std::string{"--metadata must be a JSON object, got "}
                         + opts.metadata.type_name());
+    refuse_nul("--metadata", opts.metadata);
   }
   return opts;
 }
@@ -252,6 +281,7 @@ aw::enqueue_request parse_line(const std::string& line, size_t number,
   if (!doc.is_object())
     throw usage_error(at + "expected a JSON object, got "
                       + std::string{doc.type_name()});
+  refuse_nul("line " + std::to_string(number), doc);
   aw::enqueue_request req;
   req.options = defaults;
   bool has_delay = false, has_run_at = false;
@@ -424,6 +454,13 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o) {
     throw usage_error(args_from + " for kind '" + aw::printable(o.kind)
                       + "' is not valid JSON: " + e.what());
   }
+  // A C++ caller's null args are {}; on the command line "null" is a
+  // mistake, not a way to say "no args".
+  if (args.is_null())
+    throw usage_error(args_from + " for kind '" + aw::printable(o.kind)
+                      + "' must be a JSON object, got null (give {} or "
+                        "leave it out for no args)");
+  refuse_nul(args_from + " for kind '" + aw::printable(o.kind) + "'", args);
   auto opts = options_of(o);
   // Bad input is a usage error, found before any connection is opened.
   try {

@@ -223,6 +223,36 @@ BOOST_AUTO_TEST_CASE(json_nested_deeper_than_256_is_refused_with_exit_2_in_every
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 2);
 }
 
+BOOST_AUTO_TEST_CASE(enqueue_refuses_null_args_an_empty_ordering_key_and_nul_characters) {
+  aw::test::fresh_database db;
+  struct bad {
+    std::string args;
+    std::string says;
+  };
+  temp_file nul_line{"{\"kind\": \"noop\", \"args\": {\"a\": [\"x\\u0000y\"]}}\n",
+                     ".jsonl"};
+  for (const auto& c : std::vector<bad>{
+         {"noop null", "ARGS_JSON for kind 'noop' must be a JSON object, got null"},
+         {"noop '{}' --ordering-key ''",
+          "--ordering-key: the key must not be empty"},
+         {"noop '{\"a\": \"x\\u0000y\"}'",
+          "ARGS_JSON for kind 'noop' holds a NUL character (\\u0000)"},
+         {"noop '{\"a\\u0000\": 1}'", "holds a NUL character"},
+         {"noop --metadata '{\"m\": \"\\u0000\"}'",
+          "--metadata holds a NUL character"},
+         {"--jsonl " + nul_line.path, "line 1 holds a NUL character"}})
+    BOOST_TEST_CONTEXT(c.args) {
+      auto r = aw::test::run_binary("enqueue " + c.args, db.url);
+      BOOST_TEST(r.exit_code == 2, r.err);
+      BOOST_TEST(contains(r.err, c.says), r.err);
+    }
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 0);
+  // Without the flag a job has no key; a real key is stored.
+  auto r = aw::test::run_binary("enqueue noop '{}' --ordering-key k1", db.url);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE ordering_key = 'k1'") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_the_password) {
   aw::test::fresh_database db;
   auto base = db.url.substr(0, db.url.rfind('/'));
