@@ -346,7 +346,8 @@ int main(int argc, char** argv) {
     sub->add_option("CALLBACK_ID", callback_id, "the job's callback_id")
       ->required();
     sub->add_option("PAYLOAD_JSON", callback_payload,
-                    "stored in callback_result");
+                    "stored in callback_result; @FILE reads it from FILE, - "
+                    "from stdin");
     sub->callback([&callback_action, name] { callback_action = name; });
   }
 

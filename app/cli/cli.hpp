@@ -111,12 +111,17 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o);
 std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
                                                    const std::string& text);
 
+/// The whole of a file, or of stdin for "-". Throws usage_error naming
+/// `what` when it cannot be read.
+std::string read_source(const std::string& what, const std::string& path);
+
 /// Refuses JSON `text` that nests arrays and objects deeper than
 /// defaults::max_json_depth (before a parser recurses into it): throws
 /// usage_error naming `what` and the byte where it goes too deep.
 void check_json_depth(const std::string& what, const std::string& text);
 
-/// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]`: in
+/// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]` (the
+/// payload as text, `@FILE` or `-` for stdin, as enqueue's args): in
 /// `database` when given, else in each database of `cfg` in turn until one
 /// knows the id (callback ids are unique across databases).
 int resolve_callback(const runtime_config& cfg, const std::string& database,

@@ -158,10 +158,6 @@ void check_json_depth(const std::string& what, const std::string& text) {
   }
 }
 
-namespace {
-
-/// The whole of a file, or of stdin for "-". Throws usage_error naming
-/// `what`.
 std::string read_source(const std::string& what, const std::string& path) {
   if (path == "-") {
     std::stringstream buf;
@@ -176,6 +172,8 @@ std::string read_source(const std::string& what, const std::string& path) {
   buf << in.rdbuf();
   return buf.str();
 }
+
+namespace {
 
 std::vector<std::string> split_tags(const std::string& text) {
   std::vector<std::string> tags;
