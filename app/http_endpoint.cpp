@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -64,12 +66,23 @@ http_endpoint::http_endpoint(const http_config& cfg,
                         .dump(),
                       json_type);
   });
+  // cpp-httplib sets SO_REUSEPORT by default: a second node on the same
+  // address then binds too, and the kernel deals connections between the
+  // two (/metrics alternating between nodes). SO_REUSEADDR only: a
+  // restart still binds at once, a second listener fails.
+  srv.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   auto host = cfg.host();
   auto port = cfg.port();
   if (!srv.bind_to_port(host.c_str(), port))
-    throw std::runtime_error("http.listen: cannot listen on " + cfg.listen
-                             + " (address in use, or not an address of this "
-                               "host)");
+    throw config_error("http.listen: cannot listen on " + cfg.listen
+                       + ": the address is in use (another process, or "
+                         "another node of this host, listens there: the "
+                         "nodes of a cluster file share [http] listen, so "
+                         "each needs a host of its own) or not an address "
+                         "of this host");
   thread_ = std::thread{[this] { server_->listen_after_bind(); }};
   spdlog::info("http: serving /healthz, /readyz and /metrics{} on {}",
                dashboard_ ? " and the dashboard" : "", cfg.listen);

@@ -22,12 +22,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
 #include "cli_process.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
+#include "refusing_port.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 #include "actor_worker/storage/job_store.hpp"
 
@@ -480,6 +482,36 @@ BOOST_AUTO_TEST_CASE(check_refuses_what_run_refuses) {
       BOOST_TEST(ran.exit_code == 2, ran.err);
       BOOST_TEST(contains(ran.err, c.says), ran.err);
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_second_node_on_a_taken_listen_address_exits_2) {
+  aw::test::fresh_database db;
+  int port = 0;
+  {
+    aw::test::refusing_port free;
+    port = free.port();
+  }
+  auto listen = "127.0.0.1:" + std::to_string(port);
+  temp_file file{"[http]\nlisten = \"" + listen + "\"\n"};
+  background_process first{{"run", "--config", file.path}, db.url};
+  BOOST_REQUIRE_MESSAGE(aw::test::wait_until(
+                          [&] {
+                            httplib::Client c{"127.0.0.1", port};
+                            c.set_connection_timeout(1, 0);
+                            auto res = c.Get("/healthz");
+                            return !first.running() || (res && res->status == 200);
+                          },
+                          60s)
+                          && first.running(),
+                        "the first node does not serve; stderr: " << first.err());
+  // The second one used to bind as well (SO_REUSEPORT), and the kernel
+  // dealt the connections between the two.
+  auto second = run_bounded({"run", "--config", file.path}, db.url);
+  BOOST_TEST(second.exit_code == 2, second.err);
+  BOOST_TEST(contains(second.err, "invalid configuration: http.listen: cannot "
+                                  "listen on " + listen + ": the address is in use"),
+             second.err);
+  BOOST_TEST(first.running());
 }
 
 BOOST_AUTO_TEST_CASE(run_against_a_schema_missing_a_column_exits_naming_it) {
