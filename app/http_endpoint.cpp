@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/app/dashboard.hpp"
+#include "actor_worker/app/dashboard_security.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
 
 namespace aw {
@@ -65,6 +66,11 @@ http_endpoint::http_endpoint(const http_config& cfg,
                                      {"paths", paths}}
                         .dump(),
                       json_type);
+    // Every error answer carries the dashboard's security headers, the
+    // generic one as well as the dashboard's own.
+    for (auto& [name, value] : security_headers())
+      if (!res.has_header(name.c_str()))
+        res.set_header(name.c_str(), value);
   });
   // cpp-httplib sets SO_REUSEPORT by default: a second node on the same
   // address then binds too, and the kernel deals connections between the

@@ -63,7 +63,10 @@ BOOST_AUTO_TEST_CASE(security_checks_over_real_http) {
   auto chart = get(p, "/vendor/chart.min.js");
   BOOST_TEST(chart.status == 200);
   BOOST_TEST(contains(chart.body, "Chart.js"), "Chart.js is compiled in");
-  BOOST_TEST(get(p, "/nope").status == 404);
+  auto nope = get(p, "/nope");
+  BOOST_TEST(nope.status == 404);
+  BOOST_TEST(nope.header("X-Content-Type-Options") == "nosniff");
+  BOOST_TEST(nope.header("X-Frame-Options") == "DENY");
   auto missing = get(p, "/api/nope");
   BOOST_TEST(missing.status == 404);
   BOOST_TEST(contains(missing.body, "/api/jobs"));
@@ -587,6 +590,13 @@ BOOST_AUTO_TEST_CASE(dashboard_off_serves_the_probes_only) {
   BOOST_TEST(get(http.port(), "/").status == 404);
   BOOST_TEST(get(http.port(), "/api/overview").status == 404);
   BOOST_TEST(get(http.port(), "/metrics").status == 200);
+  // The generic 404 carries the security headers too.
+  auto missing = get(http.port(), "/nope");
+  BOOST_TEST(missing.status == 404);
+  BOOST_TEST(missing.header("X-Content-Type-Options") == "nosniff");
+  BOOST_TEST(missing.header("X-Frame-Options") == "DENY");
+  BOOST_TEST(contains(missing.header("Content-Security-Policy"),
+                      "frame-ancestors 'none'"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
