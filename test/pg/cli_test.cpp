@@ -514,6 +514,26 @@ BOOST_AUTO_TEST_CASE(a_second_node_on_a_taken_listen_address_exits_2) {
   BOOST_TEST(first.running());
 }
 
+BOOST_AUTO_TEST_CASE(check_warns_when_nodes_share_a_listen_address) {
+  aw::test::fresh_database db;
+  temp_file shared{"[http]\nlisten = \"127.0.0.1:9464\"\n\n[nodes.web-1]\n\n"
+                   "[nodes.web-2]\n"};
+  auto r = aw::test::run_binary("--config " + shared.path + " check", db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(contains(r.err, "warning: nodes web-1, web-2 share the http listen "
+                             "address 127.0.0.1:9464"),
+             r.err);
+  r = aw::test::run_binary("--config " + shared.path + " check --json", db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  auto doc = nlohmann::json::parse(r.out);
+  BOOST_TEST(doc["warnings"].size() == 1u);
+  // One node, or none listening: nothing to warn about.
+  temp_file single{"[http]\nlisten = \"127.0.0.1:9464\"\n\n[nodes.web-1]\n"};
+  r = aw::test::run_binary("--config " + single.path + " check", db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(!contains(r.err, "warning"), r.err);
+}
+
 BOOST_AUTO_TEST_CASE(run_against_a_schema_missing_a_column_exits_naming_it) {
   aw::test::fresh_database db;
   db.exec("ALTER TABLE dead_letter_jobs DROP COLUMN tags");
