@@ -363,8 +363,13 @@ struct http_client::impl {
                         k.secrets);
     if (status == 429 || status == 503) {
       if (auto delay = parse_retry_after(t.retry_after)) {
-        done.finish(outcome::retry_after(
-          *delay, message + " (Retry-After: " + format_duration(*delay) + ")"));
+        // Capped: a Retry-After of a century would park the job for one.
+        auto note = " (Retry-After: " + format_duration(*delay);
+        if (*delay > k.cfg.max_retry_after) {
+          delay = k.cfg.max_retry_after;
+          note += ", capped at max_retry_after " + format_duration(*delay);
+        }
+        done.finish(outcome::retry_after(*delay, message + note + ")"));
         return;
       }
       done.fail(message);

@@ -170,6 +170,9 @@ struct http_kind_config {
   /// The whole request (connect, send, response) may take this long; then
   /// it is aborted and retried. Greater than 0.
   std::chrono::milliseconds timeout = defaults::http_timeout;
+  /// A 429/503's Retry-After moves the job at most this far. Greater
+  /// than 0.
+  std::chrono::milliseconds max_retry_after = defaults::http_max_retry_after;
 };
 
 /// [kinds.NAME]: a job kind the binary runs without C++, exactly one of

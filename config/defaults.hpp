@@ -168,6 +168,11 @@ constexpr size_t command_stderr_tail = 4000;
 /// than a lease.
 constexpr std::chrono::milliseconds http_timeout = 30s;
 
+/// The longest an endpoint's Retry-After moves a job when its kind sets no
+/// max_retry_after: a day outlasts any real back-pressure, while a header
+/// of "3153600000" (or a date in 2126) would park the job for a century.
+constexpr std::chrono::milliseconds http_max_retry_after = 24h;
+
 /// The most of an HTTP response body read for an outcome object (the rest
 /// is read and dropped, so the connection stays usable).
 constexpr size_t http_max_response = 1024 * 1024;

@@ -316,7 +316,8 @@ http_kind_config read_http_kind(const std::string& source,
   http_kind_config h;
   auto table = sub_table(source, k, "http", p);
   auto hp = p + "http.";
-  reject_unknown(source, *table, hp, {"url", "headers", "timeout"});
+  reject_unknown(source, *table, hp,
+                 {"url", "headers", "timeout", "max_retry_after"});
   auto url = table->get("url");
   if (!url)
     throw config_error(where(source, *table, p + "http")
@@ -349,6 +350,11 @@ http_kind_config read_http_kind(const std::string& source,
   read_duration(source, *table, hp, "timeout", h.timeout);
   if (h.timeout.count() <= 0)
     throw config_error(where(source, at(*table, "timeout"), hp + "timeout")
+                       + ": must be greater than 0");
+  read_duration(source, *table, hp, "max_retry_after", h.max_retry_after);
+  if (h.max_retry_after.count() <= 0)
+    throw config_error(where(source, at(*table, "max_retry_after"),
+                             hp + "max_retry_after")
                        + ": must be greater than 0");
   return h;
 }

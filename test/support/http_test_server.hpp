@@ -5,6 +5,7 @@
 //   /ok 200 empty    /text 200 text    /outcome 200 {"outcome": "snooze", "for": "3s"}
 //   /bad-outcome 200 {"outcome": "later"}
 //   /429 Retry-After: 7    /429-date Retry-After: an HTTP date 120 s ahead
+//   /429-century Retry-After: 100 years
 //   /503 without, /503-after with Retry-After: 90
 //   /404, /500, /302, /slow (200 after 3 s)
 //   /echo-auth 401 quoting the Authorization header in its body
@@ -56,6 +57,10 @@ public:
       ::gmtime_r(&at, &tm);
       std::strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
       res.set_header("Retry-After", date);
+    });
+    svr_.Post("/429-century", [](const auto&, auto& res) {
+      res.status = 429;
+      res.set_header("Retry-After", "3153600000"); // 100 years
     });
     svr_.Post("/503", [](const auto&, auto& res) { res.status = 503; });
     svr_.Post("/503-after", [](const auto&, auto& res) {

@@ -143,6 +143,25 @@ BOOST_AUTO_TEST_CASE(status_429_and_503_retry_after_retry_after) {
   BOOST_TEST(plain.message == "HTTP 503 from " + server.url("/503"));
 }
 
+BOOST_AUTO_TEST_CASE(a_huge_retry_after_is_capped_at_max_retry_after) {
+  aw::test::http_test_server server;
+  // By default at one day.
+  auto capped = post(server.url("/429-century"));
+  BOOST_TEST(capped.kind == aw::outcome_kind::retry_after);
+  BOOST_TEST(capped.delay_ms == 24 * 3600 * 1000);
+  BOOST_TEST(contains(capped.message, "capped at max_retry_after 24h"),
+             capped.message);
+  // The kind's own cap, which a smaller Retry-After does not reach.
+  auto own = post(server.url("/429-century"), ", max_retry_after = \"5m\"");
+  BOOST_TEST(own.delay_ms == 5 * 60 * 1000);
+  auto under = post(server.url("/429"), ", max_retry_after = \"5m\"");
+  BOOST_TEST(under.delay_ms == 7000);
+  BOOST_TEST(!contains(under.message, "capped"), under.message);
+  // It must be positive.
+  BOOST_CHECK_THROW(registry_for(server.url("/429"), ", max_retry_after = \"0\""),
+                    aw::config_error);
+}
+
 BOOST_AUTO_TEST_CASE(other_4xx_dead_letter_and_5xx_retry) {
   aw::test::http_test_server server;
   auto missing = post(server.url("/404"));
