@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "actor_worker/messages/printable.hpp"
 #include "actor_worker/storage/admin_jobs.hpp"
+#include "actor_worker/storage/admin_nodes.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 
 namespace aw::cli {
@@ -369,6 +371,24 @@ aw::enqueue_request parse_line(const std::string& line, size_t number,
   return req;
 }
 
+/// Warns on stderr for each (kind, queue) that no live worker serves: the
+/// jobs were enqueued (exit 0 still), but wait until a worker that runs
+/// them starts. A failure to look is not the enqueue's failure.
+void warn_unserved(pqxx::connection& conn, const runtime_config& cfg,
+                   const std::set<std::pair<std::string, std::string>>& kinds) {
+  try {
+    for (auto& [kind, queue] : kinds)
+      if (aw::storage::kind_unserved(conn, kind, queue,
+                                     cfg.worker.reclaim_window))
+        std::cerr << "warning: no live worker runs kind '"
+                  << aw::printable(kind) << "' in queue '"
+                  << aw::printable(queue)
+                  << "' (see `actor-worker nodes`): its jobs wait until one "
+                     "does\n";
+  } catch (const std::exception&) {
+  }
+}
+
 /// Draws "[#####.....] n/total" over itself on stderr.
 void draw_progress(size_t done, size_t total) {
   constexpr size_t width = 40;
@@ -411,6 +431,9 @@ int enqueue_jsonl(const runtime_config& cfg, const enqueue_options& o) {
   pqxx::connection conn{cfg.database.url};
   pqxx::work tx{conn};
   constexpr size_t batch = 1000;
+  std::set<std::pair<std::string, std::string>> served_by;
+  for (auto& job : jobs)
+    served_by.emplace(job.kind, job.options.queue);
   std::vector<aw::enqueue_request> chunk;
   for (size_t i = 0; i < jobs.size(); i += batch) {
     auto end = std::min(jobs.size(), i + batch);
@@ -425,6 +448,7 @@ int enqueue_jsonl(const runtime_config& cfg, const enqueue_options& o) {
     std::cerr << "\n";
   std::cout << jobs.size() << std::endl;
   std::cerr << "enqueued " << jobs.size() << " job(s)\n";
+  warn_unserved(conn, cfg, served_by);
   return exit_ok;
 }
 
@@ -478,6 +502,7 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o) {
               << id << " (" << existing->state
               << "); nothing was enqueued\n";
   std::cout << id << std::endl;
+  warn_unserved(conn, cfg, {{o.kind, opts.queue}});
   return exit_ok;
 }
 

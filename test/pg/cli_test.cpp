@@ -255,6 +255,53 @@ BOOST_AUTO_TEST_CASE(enqueue_refuses_null_args_an_empty_ordering_key_and_nul_cha
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE ordering_key = 'k1'") == 1);
 }
 
+BOOST_AUTO_TEST_CASE(enqueue_of_a_kind_no_live_worker_runs_warns_and_exits_0) {
+  aw::test::fresh_database db;
+  const std::string says = "warning: no live worker runs kind 'bogus_kind' in "
+                           "queue 'default'";
+  auto r = aw::test::run_binary("enqueue bogus_kind", db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(std::regex_match(r.out, std::regex{"[0-9]+\n"}), r.out);
+  BOOST_TEST(contains(r.err, says), r.err);
+  // A live node that runs it, but another queue; a gone one; one long
+  // unseen: still nobody.
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues, kinds) VALUES ('a:1', 'a', 'h', 1, 'v', '{mail}', "
+          "'{bogus_kind}')");
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues, kinds, left_at) VALUES ('b:1', 'b', 'h', 1, 'v', "
+          "'{default}', '{bogus_kind}', now())");
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues, kinds, last_seen_at) VALUES ('c:1', 'c', 'h', 1, 'v', "
+          "'{default}', '{bogus_kind}', now() - interval '1 day')");
+  r = aw::test::run_binary("enqueue bogus_kind", db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(contains(r.err, says), r.err);
+  // --jsonl: once per kind and queue nobody runs.
+  temp_file lines{"{\"kind\": \"bogus_kind\"}\n{\"kind\": \"bogus_kind\"}\n"
+                  "{\"kind\": \"noop\", \"queue\": \"mail\"}\n",
+                  ".jsonl"};
+  r = aw::test::run_binary("enqueue --jsonl " + lines.path, db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(contains(r.err, says), r.err);
+  BOOST_TEST(r.err.find(says) == r.err.rfind(says), r.err);
+  BOOST_TEST(contains(r.err, "runs kind 'noop' in queue 'mail'"), r.err);
+  // A live node that runs it there: no warning; nor one that runs every
+  // kind (kinds NULL).
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues, kinds) VALUES ('d:1', 'd', 'h', 1, 'v', '{default}', "
+          "'{bogus_kind}')");
+  r = aw::test::run_binary("enqueue bogus_kind", db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(!contains(r.err, "warning"), r.err);
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues) VALUES ('e:1', 'e', 'h', 1, 'v', '{mail}')");
+  r = aw::test::run_binary("enqueue other_kind --queue mail", db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(!contains(r.err, "warning"), r.err);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs") == 7);
+}
+
 BOOST_AUTO_TEST_CASE(a_url_the_server_refuses_for_good_exits_2_and_never_shows_the_password) {
   aw::test::fresh_database db;
   auto base = db.url.substr(0, db.url.rfind('/'));
