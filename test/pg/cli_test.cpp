@@ -19,6 +19,8 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -579,6 +581,83 @@ BOOST_AUTO_TEST_CASE(check_warns_when_nodes_share_a_listen_address) {
   r = aw::test::run_binary("--config " + single.path + " check", db.url);
   BOOST_TEST(r.exit_code == 0, r.err);
   BOOST_TEST(!contains(r.err, "warning"), r.err);
+}
+
+BOOST_AUTO_TEST_CASE(probes_answer_while_500_slow_or_idle_connections_are_open) {
+  aw::test::fresh_database db;
+  int port = 0;
+  {
+    aw::test::refusing_port free;
+    port = free.port();
+  }
+  temp_file file{"[http]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\n"};
+  background_process worker{{"run", "--config", file.path}, db.url};
+  auto probe = [&](const char* path) {
+    httplib::Client c{"127.0.0.1", port};
+    c.set_connection_timeout(2, 0);
+    c.set_read_timeout(2, 0);
+    auto res = c.Get(path);
+    return res ? res->status : 0;
+  };
+  BOOST_REQUIRE_MESSAGE(aw::test::wait_until(
+                          [&] { return !worker.running() || probe("/healthz") == 200; },
+                          60s)
+                          && worker.running(),
+                        "the node does not serve; stderr: " << worker.err());
+  // 250 idle connections (nothing sent) and 250 slow ones: a request line,
+  // then a header line every 500 ms, never the end of the headers.
+  auto connect_one = [&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    return fd;
+  };
+  std::vector<int> idle, slow;
+  for (int i = 0; i < 250; ++i) {
+    idle.push_back(connect_one());
+    slow.push_back(connect_one());
+    std::string start = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    BOOST_REQUIRE(::send(slow.back(), start.data(), start.size(), MSG_NOSIGNAL) > 0);
+  }
+  std::atomic<bool> stop_dripping{false};
+  std::thread drip{[&] {
+    int n = 0;
+    while (!stop_dripping) {
+      auto line = "X-Slow-" + std::to_string(n++) + ": 1\r\n";
+      for (int fd : slow)
+        ::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(500ms);
+    }
+  }};
+  // For 6 s (past the idle timeout) every probe answers within 2 s.
+  auto until = std::chrono::steady_clock::now() + 6s;
+  int probes = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    for (auto* path : {"/healthz", "/readyz", "/metrics"}) {
+      auto started = std::chrono::steady_clock::now();
+      auto status = probe(path);
+      BOOST_TEST((status == 200 || (status == 503 && std::string{path} == "/readyz")),
+                 path << " answered " << status);
+      BOOST_TEST((std::chrono::steady_clock::now() - started < 2s), path);
+      ++probes;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  BOOST_TEST(probes > 10);
+  // The node still stops promptly with slow clients connected.
+  worker.signal(SIGTERM);
+  auto code = worker.wait_exit(20s);
+  stop_dripping = true;
+  drip.join();
+  for (int fd : idle)
+    ::close(fd);
+  for (int fd : slow)
+    ::close(fd);
+  BOOST_REQUIRE_MESSAGE(code.has_value(), "still running 20 s after SIGTERM");
+  BOOST_TEST(*code == 0, worker.err());
 }
 
 BOOST_AUTO_TEST_CASE(run_against_a_schema_missing_a_column_exits_naming_it) {
