@@ -594,8 +594,8 @@ BOOST_AUTO_TEST_CASE(probes_answer_while_500_slow_or_idle_connections_are_open) 
   background_process worker{{"run", "--config", file.path}, db.url};
   auto probe = [&](const char* path) {
     httplib::Client c{"127.0.0.1", port};
-    c.set_connection_timeout(2, 0);
-    c.set_read_timeout(2, 0);
+    c.set_connection_timeout(5, 0);
+    c.set_read_timeout(5, 0);
     auto res = c.Get(path);
     return res ? res->status : 0;
   };
@@ -632,7 +632,8 @@ BOOST_AUTO_TEST_CASE(probes_answer_while_500_slow_or_idle_connections_are_open) 
       std::this_thread::sleep_for(500ms);
     }
   }};
-  // For 6 s (past the idle timeout) every probe answers within 2 s.
+  // For 6 s (past the idle timeout) every probe answers within 5 s (a
+  // bound for a loaded test host: starved, they did not answer at all).
   auto until = std::chrono::steady_clock::now() + 6s;
   int probes = 0;
   while (std::chrono::steady_clock::now() < until) {
@@ -641,7 +642,7 @@ BOOST_AUTO_TEST_CASE(probes_answer_while_500_slow_or_idle_connections_are_open) 
       auto status = probe(path);
       BOOST_TEST((status == 200 || (status == 503 && std::string{path} == "/readyz")),
                  path << " answered " << status);
-      BOOST_TEST((std::chrono::steady_clock::now() - started < 2s), path);
+      BOOST_TEST((std::chrono::steady_clock::now() - started < 5s), path);
       ++probes;
     }
     std::this_thread::sleep_for(200ms);
