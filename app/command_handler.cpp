@@ -520,6 +520,15 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
 
   /// The child may have exited: reaps it and ends its run.
   void reap(child& c) {
+    // Whatever the child left running in its group (a grandchild it
+    // started in the background) dies with it. Looked at without reaping
+    // first (WNOWAIT): while the child is a zombie its pid, the group's
+    // id, cannot be taken by another process.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(c.pid), &info,
+                 WEXITED | WNOHANG | WNOWAIT) == 0
+        && info.si_pid == c.pid)
+      ::kill(-c.pid, SIGKILL);
     int status = 0;
     auto r = ::waitpid(c.pid, &status, WNOHANG);
     if (r == 0)

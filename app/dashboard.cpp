@@ -99,6 +99,61 @@ std::string param_text(const httplib::Request& req, const char* name) {
   return text;
 }
 
+/// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or
+/// code points past U+10FFFF), as PostgreSQL takes text.
+bool valid_utf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= text.size())
+      return false;
+    for (size_t k = 1; k <= n; ++k) {
+      auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d & 0xC0) != 0x80)
+        return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static const uint32_t min_of[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min_of[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+/// Every query parameter is text PostgreSQL can take: UTF-8 (else the
+/// statement fails, a 500 and an ERROR in the log), without NUL (a
+/// parameter is a C string to libpq: "%00default" would filter by "",
+/// that is not at all). Throws bad_request (400) naming the parameter.
+void check_params(const httplib::Request& req) {
+  for (auto& [name, value] : req.params) {
+    if (!valid_utf8(name) || !valid_utf8(value))
+      throw bad_request(400, "the query parameter '" + printable(name)
+                               + "' is not valid UTF-8");
+    if (name.find('\0') != std::string::npos
+        || value.find('\0') != std::string::npos)
+      throw bad_request(400, "the query parameter '" + printable(name)
+                               + "' holds a NUL character (%00)");
+  }
+}
+
 int64_t path_id(const httplib::Request& req) {
   return parse_int(req.matches[1].str(), "the id", 1,
                    std::numeric_limits<int64_t>::max());
@@ -231,6 +286,7 @@ struct dashboard::impl {
     // The database errors below come from the database the request named
     // (an unknown name is a bad_request before any connection).
     try {
+      check_params(req);
       h(req, res);
     } catch (const bad_request& e) {
       send_error(res, e.status, e.what());

@@ -9,9 +9,11 @@
 //   GET /metrics   every metric in the Prometheus text format.
 //   /, /api/...    the dashboard, when given one (app/dashboard.hpp).
 //
-// Probes are not logged (a kubelet asks every few seconds). Two threads
-// serve requests (four with the dashboard, so a slow page does not hold
-// up a probe); nothing but the dashboard touches the database.
+// Probes are not logged (a kubelet asks every few seconds). Each
+// connection is served on a thread of its own (up to 1024 at once), and a
+// connection silent for 2 s is closed: slow or idle clients, or a slow
+// page, do not hold up a probe. Nothing but the dashboard touches the
+// database.
 
 #include <functional>
 #include <memory>

@@ -64,6 +64,19 @@ std::string mask(std::string text, const std::vector<std::string>& secrets) {
   return text;
 }
 
+/// `text` (cut short: what follows is not shown) with what the cut left of
+/// a secret at its end masked: a secret's first 4 or more bytes.
+std::string mask_cut(std::string text, const std::vector<std::string>& secrets) {
+  constexpr size_t shortest = 4;
+  for (auto& s : secrets)
+    for (size_t n = std::min(text.size(), s.size() - 1); n >= shortest; --n)
+      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
+        text.replace(text.size() - n, n, "[redacted]");
+        return text;
+      }
+  return text;
+}
+
 /// What may not appear in messages: each header value, and each of its
 /// words long enough to be a token ("Bearer abc..." echoed as "abc...").
 std::vector<std::string> secrets_of(const http_kind_config& kind) {
@@ -334,18 +347,29 @@ struct http_client::impl {
         done.complete();
       return;
     }
-    auto excerpt = trim(t.response.substr(
-      0, std::min(t.response.size(), defaults::http_error_excerpt)));
+    // Masked before it is cut: a secret the cut splits would escape the
+    // mask (and what the cut leaves of one is masked too).
+    auto body = mask(t.response, k.secrets);
+    if (t.response_cut)
+      body = mask_cut(std::move(body), k.secrets);
+    bool cut = body.size() > defaults::http_error_excerpt;
+    auto excerpt = body.substr(0, std::min(body.size(), defaults::http_error_excerpt));
+    if (cut)
+      excerpt = mask_cut(std::move(excerpt), k.secrets);
+    excerpt = trim(excerpt);
     auto message = mask("HTTP " + std::to_string(status) + " from " + k.where
                           + (excerpt.empty() ? "" : ": " + excerpt)
-                          + (t.response.size() > excerpt.size() && !excerpt.empty()
-                               ? " [...]"
-                               : ""),
+                          + (cut && !excerpt.empty() ? " [...]" : ""),
                         k.secrets);
     if (status == 429 || status == 503) {
       if (auto delay = parse_retry_after(t.retry_after)) {
-        done.finish(outcome::retry_after(
-          *delay, message + " (Retry-After: " + format_duration(*delay) + ")"));
+        // Capped: a Retry-After of a century would park the job for one.
+        auto note = " (Retry-After: " + format_duration(*delay);
+        if (*delay > k.cfg.max_retry_after) {
+          delay = k.cfg.max_retry_after;
+          note += ", capped at max_retry_after " + format_duration(*delay);
+        }
+        done.finish(outcome::retry_after(*delay, message + note + ")"));
         return;
       }
       done.fail(message);

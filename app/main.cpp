@@ -237,8 +237,9 @@ int main(int argc, char** argv) {
                         "at most one such job (same kind and args) at a time; "
                         "a duplicate prints the existing job's id (and says "
                         "so on stderr)");
-  enqueue_cmd->add_option("--ordering-key", enq.ordering_key,
-                          "jobs with the same key run one at a time, in order");
+  auto* ordering_key_opt = enqueue_cmd->add_option(
+    "--ordering-key", enq.ordering_key,
+    "jobs with the same key run one at a time, in order (not empty)");
   enqueue_cmd->add_option("--deadline", enq.deadline,
                           "cancel and rescue a run longer than SECONDS (or a "
                           "duration: 30s, 5m)");
@@ -345,7 +346,8 @@ int main(int argc, char** argv) {
     sub->add_option("CALLBACK_ID", callback_id, "the job's callback_id")
       ->required();
     sub->add_option("PAYLOAD_JSON", callback_payload,
-                    "stored in callback_result");
+                    "stored in callback_result; @FILE reads it from FILE, - "
+                    "from stdin");
     sub->callback([&callback_action, name] { callback_action = name; });
   }
 
@@ -437,8 +439,10 @@ int main(int argc, char** argv) {
       return list_queues(full, common.database, queues_json);
     if (*periodic_cmd)
       return list_periodic(full, common.database, periodic_json);
-    if (*enqueue_cmd)
+    if (*enqueue_cmd) {
+      enq.ordering_key_given = ordering_key_opt->count() > 0;
       return enqueue_job(on(enq.queue), enq);
+    }
     if (*list_cmd)
       return list_jobs(on(list.queue), list);
     if (*show_cmd)

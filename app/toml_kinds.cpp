@@ -8,12 +8,17 @@
 
 namespace aw {
 
-void register_toml_kinds(registry& reg, const std::vector<kind_config>& kinds) {
+void refuse_registered_names(const registry& reg,
+                             const std::vector<kind_config>& kinds) {
   for (auto& k : kinds)
     if (reg.contains(k.name))
       throw config_error(k.where + ": key 'kinds." + k.name + "': '" + k.name
                          + "' is a built-in kind of actor-worker; give the "
                            "configured kind another name");
+}
+
+void register_toml_kinds(registry& reg, const std::vector<kind_config>& kinds) {
+  refuse_registered_names(reg, kinds);
   std::shared_ptr<command_runner> commands;
   std::shared_ptr<http_client> http;
   for (auto& k : kinds) {

@@ -14,6 +14,12 @@ namespace aw {
 
 class registry;
 
+/// Throws config_error (naming the file, line and key) for the first of
+/// `kinds` that `reg` already has: what register_toml_kinds refuses, for
+/// `check`, which registers nothing.
+void refuse_registered_names(const registry& reg,
+                             const std::vector<kind_config>& kinds);
+
 /// Registers `kinds` in `reg`, replacing `${NAME}` in HTTP header values
 /// from the environment now (resolve_header_variables). A kind the
 /// registry already has (a built-in one, registered first) is a

@@ -171,6 +171,9 @@ struct http_kind_config {
   /// The whole request (connect, send, response) may take this long; then
   /// it is aborted and retried. Greater than 0.
   std::chrono::milliseconds timeout = defaults::http_timeout;
+  /// A 429/503's Retry-After moves the job at most this far. Greater
+  /// than 0.
+  std::chrono::milliseconds max_retry_after = defaults::http_max_retry_after;
 };
 
 /// [kinds.NAME]: a job kind the binary runs without C++, exactly one of
@@ -365,6 +368,13 @@ struct runtime_config {
 struct config_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Why `name` cannot be a kind or queue name, or empty when it can: the
+/// one rule for both, in a configuration and at enqueue. Not empty, at
+/// most defaults::max_name_length bytes, no control characters (a name
+/// ends up in log lines, CLI tables and metrics, where those would forge
+/// output).
+std::string name_problem(const std::string& name);
 
 /// Parses "250ms", "2s", "5m", "24h", "7d" (also "1.5s", "0"), up to
 /// defaults::max_duration. Throws std::invalid_argument with a message

@@ -57,6 +57,12 @@ constexpr size_t max_config_bytes = 1024 * 1024;
 /// logs, tables and metrics, not payloads.
 constexpr size_t max_name_length = 200;
 
+/// The deepest nesting of arrays and objects in JSON the CLI reads (job
+/// args, metadata, --jsonl lines, callback payloads), as toml++ caps a
+/// configuration's (TOML_MAX_NESTED_VALUES): the JSON parser recurses per
+/// level, and 100,000 levels overflow the stack. Real args are a few deep.
+constexpr size_t max_json_depth = 256;
+
 /// From this many plain jobs on (no option but queue and priority),
 /// enqueue_many writes them with COPY rather than one INSERT: COPY is the
 /// fastest way into PostgreSQL, but it costs one round trip more (the ids
@@ -161,6 +167,11 @@ constexpr size_t command_stderr_tail = 4000;
 /// its kind sets no timeout: longer than a healthy endpoint takes, shorter
 /// than a lease.
 constexpr std::chrono::milliseconds http_timeout = 30s;
+
+/// The longest an endpoint's Retry-After moves a job when its kind sets no
+/// max_retry_after: a day outlasts any real back-pressure, while a header
+/// of "3153600000" (or a date in 2126) would park the job for a century.
+constexpr std::chrono::milliseconds http_max_retry_after = 24h;
 
 /// The most of an HTTP response body read for an outcome object (the rest
 /// is read and dropped, so the connection stays usable).

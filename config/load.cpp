@@ -316,7 +316,8 @@ http_kind_config read_http_kind(const std::string& source,
   http_kind_config h;
   auto table = sub_table(source, k, "http", p);
   auto hp = p + "http.";
-  reject_unknown(source, *table, hp, {"url", "headers", "timeout"});
+  reject_unknown(source, *table, hp,
+                 {"url", "headers", "timeout", "max_retry_after"});
   auto url = table->get("url");
   if (!url)
     throw config_error(where(source, *table, p + "http")
@@ -350,7 +351,26 @@ http_kind_config read_http_kind(const std::string& source,
   if (h.timeout.count() <= 0)
     throw config_error(where(source, at(*table, "timeout"), hp + "timeout")
                        + ": must be greater than 0");
+  read_duration(source, *table, hp, "max_retry_after", h.max_retry_after);
+  if (h.max_retry_after.count() <= 0)
+    throw config_error(where(source, at(*table, "max_retry_after"),
+                             hp + "max_retry_after")
+                       + ": must be greater than 0");
   return h;
+}
+
+/// A kind, queue or schedule name as enqueue accepts it (name_problem):
+/// 1 to max_name_length bytes, no control characters.
+void check_name(const std::string& source, const toml::node& node,
+                const std::string& key, const std::string& name,
+                const char* what) {
+  if (name_problem(name).empty())
+    return;
+  throw config_error(where(source, node, key) + ": a " + what
+                     + " name must be 1 to "
+                     + std::to_string(defaults::max_name_length)
+                     + " bytes without control characters (this one "
+                     + name_problem(name) + ")");
 }
 
 /// [kinds.NAME] tables.
@@ -362,14 +382,7 @@ void read_kinds(const std::string& source, const toml::table& kinds,
     if (!value.is_table())
       throw config_error(where(source, value, "kinds." + name)
                          + ": expected a table ([kinds." + name + "])");
-    if (name.empty() || name.size() > defaults::max_name_length
-        || std::any_of(name.begin(), name.end(), [](char c) {
-             return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-           }))
-      throw config_error(where(source, value, "kinds." + name)
-                         + ": a kind name must be 1 to "
-                         + std::to_string(defaults::max_name_length)
-                         + " bytes without control characters");
+    check_name(source, value, "kinds." + name, name, "kind");
     auto& k = *value.as_table();
     bool command = k.contains("command");
     bool http = k.contains("http");
@@ -394,20 +407,6 @@ void read_kinds(const std::string& source, const toml::table& kinds,
   }
 }
 
-/// A kind or queue name as enqueue accepts it (storage/enqueue.cpp says
-/// the same): 1 to max_name_length bytes, no control characters.
-void check_name(const std::string& source, const toml::node& node,
-                const std::string& key, const std::string& name,
-                const char* what) {
-  if (name.empty() || name.size() > defaults::max_name_length
-      || std::any_of(name.begin(), name.end(), [](char c) {
-           return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-         }))
-    throw config_error(where(source, node, key) + ": a " + what
-                       + " name must be 1 to "
-                       + std::to_string(defaults::max_name_length)
-                       + " bytes without control characters");
-}
 
 /// [periodic.NAME] tables.
 void read_periodic(const std::string& source, const toml::table& schedules,
@@ -531,6 +530,18 @@ parse_rate_limit(const std::string& text) {
   else
     throw fail("unknown period \"" + unit + "\" (only s and m)");
   return {static_cast<int>(n), period};
+}
+
+std::string name_problem(const std::string& name) {
+  if (name.empty())
+    return "must not be empty";
+  if (name.size() > defaults::max_name_length)
+    return "is " + std::to_string(name.size()) + " bytes long, more than the "
+           + std::to_string(defaults::max_name_length) + " allowed";
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f)
+      return "contains a control character";
+  return {};
 }
 
 std::chrono::milliseconds parse_duration(const std::string& text) {
@@ -1180,6 +1191,7 @@ runtime_config read_top_level(const toml::table& root,
       if (!value.is_table())
         throw config_error(where(source, value, "queues." + name)
                            + ": expected a table ([queues." + name + "])");
+      check_name(source, value, "queues." + name, name, "queue");
       queue_config qc;
       qc.name = name;
       if (auto db = value.as_table()->get("database")) {
@@ -1280,6 +1292,7 @@ node_config read_node(const cluster_config& cluster, const toml::table& root,
         if (!item.is_string() || !queue || queue->empty())
           throw config_error(where(source, item, p + "queues")
                              + ": expected queue names (strings)");
+        check_name(source, item, p + "queues", *queue, "queue");
         if (!seen.insert(*queue).second)
           throw config_error(where(source, item, p + "queues") + ": queue '"
                              + *queue + "' is listed twice");
@@ -1288,6 +1301,7 @@ node_config read_node(const cluster_config& cluster, const toml::table& root,
     } else if (auto table = qs->as_table()) {
       for (auto&& [key, settings] : *table) {
         std::string queue{key.str()};
+        check_name(source, settings, p + "queues." + queue, queue, "queue");
         if (!settings.is_table())
           throw config_error(where(source, settings, p + "queues." + queue)
                              + ": expected a table ([" + p + "queues." + queue

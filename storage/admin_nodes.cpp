@@ -15,4 +15,14 @@ std::string nodes_json(pqxx::connection_base& conn,
   return row["nodes"].as<std::string>();
 }
 
+bool kind_unserved(pqxx::connection_base& conn, const std::string& kind,
+                   const std::string& queue,
+                   std::chrono::milliseconds reclaim_window) {
+  pqxx::read_transaction tx(conn);
+  auto row = tx.exec_params1(sql::kind_unserved, kind, queue,
+                             static_cast<double>(reclaim_window.count())
+                               / 1000.0);
+  return row["unserved"].as<bool>();
+}
+
 } // namespace aw::storage

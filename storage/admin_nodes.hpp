@@ -16,4 +16,11 @@ namespace aw::storage {
 std::string nodes_json(pqxx::connection_base& conn,
                        std::chrono::milliseconds reclaim_window);
 
+/// True when no live worker process (not gone, seen within
+/// `reclaim_window`) serves `queue` with a handler for `kind`: a job of
+/// it would wait until one starts (storage/sql/kind_unserved.sql).
+bool kind_unserved(pqxx::connection_base& conn, const std::string& kind,
+                   const std::string& queue,
+                   std::chrono::milliseconds reclaim_window);
+
 } // namespace aw::storage

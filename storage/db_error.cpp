@@ -26,6 +26,8 @@ bool refused_for_good(const std::string& message) {
     "invalid sslmode value",
     "unrecognized URI query parameter",
     "invalid connection option",
+    "invalid percent-encoded token",
+    "forbidden value %00 in percent-encoded value",
   };
   for (auto* p : phrases)
     if (message.find(p) != std::string::npos)
@@ -64,7 +66,12 @@ std::string redact_secrets(std::string text) {
   static const std::regex url_password{R"(([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']*:)[^\s"']*@)"};
   static const std::regex keyword_password{R"((password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s"']+))",
                                            std::regex::icase};
+  // A malformed %XX escape: libpq quotes the URL's part that holds it
+  // alone (the password, as likely as not), with nothing to tell which.
+  static const std::regex percent_token{
+    R"re((invalid percent-encoded token: |forbidden value %00 in percent-encoded value: )"[^"\n]*"?)re"};
   text = std::regex_replace(text, url_password, "$1***@");
+  text = std::regex_replace(text, percent_token, "$1\"***\" (a %XX escape in the URL is malformed)");
   return std::regex_replace(text, keyword_password, "$1***");
 }
 

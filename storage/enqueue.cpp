@@ -7,6 +7,7 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/config/config.hpp"
 #include "actor_worker/config/defaults.hpp"
 #include "sql_statements.hpp"
 
@@ -16,20 +17,8 @@ namespace {
 
 // The statements are storage/sql/enqueue*.sql and unique_*.sql.
 
-/// Why `name` cannot be a kind or queue name, or empty when it can: not
-/// empty, at most max_name_length bytes, no control characters (a name
-/// ends up in log lines and CLI tables, where those would forge output).
-std::string name_problem(const std::string& name) {
-  if (name.empty())
-    return "must not be empty";
-  if (name.size() > aw::defaults::max_name_length)
-    return "is " + std::to_string(name.size()) + " bytes long, more than the "
-           + std::to_string(aw::defaults::max_name_length) + " allowed";
-  for (unsigned char c : name)
-    if (c < 0x20 || c == 0x7f)
-      return "contains a control character";
-  return {};
-}
+// name_problem (config/config.hpp): the rule a configuration's kind and
+// queue names follow too.
 
 } // namespace
 

@@ -10,6 +10,7 @@
 
 #include "actor_worker/messages/error.hpp"
 #include "actor_worker/messages/job.hpp"
+#include "actor_worker/messages/printable.hpp"
 #include "actor_worker/storage/callbacks.hpp"
 
 namespace aw::cli {
@@ -26,12 +27,21 @@ int resolve_callback(const runtime_config& cfg, const std::string& database,
                       + "' is not a callback id (expected a UUID such as "
                         "0b5e5c3e-6f1a-4c1e-9d7e-2a3b4c5d6e7f)");
   nlohmann::json payload;
+  // Text, or @FILE / - (stdin): an argument holds at most 128 KiB.
+  std::string text = payload_text;
+  std::string from = "PAYLOAD_JSON";
+  if (text == "-" || (!text.empty() && text.front() == '@')) {
+    auto path = text == "-" ? std::string{"-"} : text.substr(1);
+    text = read_source("PAYLOAD_JSON", path);
+    from = path == "-" ? "PAYLOAD_JSON (stdin)"
+                       : "PAYLOAD_JSON (" + aw::printable(path) + ")";
+  }
   if (!payload_text.empty()) {
+    check_json_depth(from, text);
     try {
-      payload = nlohmann::json::parse(payload_text);
+      payload = nlohmann::json::parse(text);
     } catch (const std::exception& e) {
-      throw usage_error("PAYLOAD_JSON is not valid JSON: "
-                        + std::string{e.what()});
+      throw usage_error(from + " is not valid JSON: " + std::string{e.what()});
     }
   }
   std::string error;

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "actor_worker/app/builtin_kinds.hpp"
 #include "actor_worker/app/registry.hpp"
+#include "actor_worker/app/toml_kinds.hpp"
 
 namespace aw::cli {
 
@@ -117,6 +119,33 @@ int check_config(const std::string& file, bool json) {
   if (file.empty())
     throw usage_error("check: no file to check: pass --config FILE");
   auto cluster = load_cluster(file);
+  // What `run` refuses, `check` refuses: a [kinds.NAME] of a built-in name.
+  {
+    registry builtin;
+    register_builtin_kinds(builtin, "postgresql:///unused");
+    refuse_registered_names(builtin, cluster.defaults.kinds);
+  }
+  // The nodes of a file share [http] listen: two of them on one host
+  // cannot both serve it (the second one stops, exit 2).
+  std::vector<std::string> warnings;
+  if (cluster.nodes.size() > 1) {
+    std::map<std::string, std::vector<std::string>> by_listen;
+    for (auto& n : cluster.nodes)
+      if (!n.config.http.listen.empty())
+        by_listen[n.config.http.listen].push_back(n.name);
+    for (auto& [listen, names] : by_listen)
+      if (names.size() > 1) {
+        std::string list;
+        for (auto& name : names)
+          list += (list.empty() ? "" : ", ") + name;
+        warnings.push_back("nodes " + list + " share the http listen address "
+                           + listen + ": only one of them can run on a host "
+                             "(the others stop, exit 2); run each on a host "
+                             "of its own");
+      }
+  }
+  for (auto& w : warnings)
+    std::cerr << "warning: " << w << "\n";
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster.nodes.empty())
     nodes.push_back(describe(cluster.defaults.worker.node, cluster.defaults));
@@ -130,7 +159,8 @@ int check_config(const std::string& file, bool json) {
                                 {"databases",
                                  cluster.defaults.database_names()},
                                 {"nodes", nodes},
-                                {"periodic", periodic}}
+                                {"periodic", periodic},
+                                {"warnings", warnings}}
                    .dump(2)
               << "\n";
     return exit_ok;

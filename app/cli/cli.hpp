@@ -94,6 +94,8 @@ struct enqueue_options {
   std::string deadline;
   bool unique = false;
   std::string ordering_key;
+  /// --ordering-key was given (an empty one is refused, not taken as none).
+  bool ordering_key_given = false;
   /// Bulk: a file (or `-` for stdin) of JSON lines, one job each.
   std::string jsonl;
 };
@@ -103,11 +105,23 @@ struct enqueue_options {
 int enqueue_job(const runtime_config& cfg, const enqueue_options& o);
 
 /// Parses an RFC 3339 timestamp ("2030-01-02T03:04:05Z",
-/// "2030-01-02 03:04:05.250+02:00"). Throws usage_error naming `what`.
+/// "2030-01-02 03:04:05.250+02:00"), from 1677-09-21T00:12:45Z to
+/// 2262-04-11T23:47:15Z (what a time_point holds). Throws usage_error
+/// naming `what`.
 std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
                                                    const std::string& text);
 
-/// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]`: in
+/// The whole of a file, or of stdin for "-". Throws usage_error naming
+/// `what` when it cannot be read.
+std::string read_source(const std::string& what, const std::string& path);
+
+/// Refuses JSON `text` that nests arrays and objects deeper than
+/// defaults::max_json_depth (before a parser recurses into it): throws
+/// usage_error naming `what` and the byte where it goes too deep.
+void check_json_depth(const std::string& what, const std::string& text);
+
+/// `callback complete|fail|retry|resume CALLBACK_ID [PAYLOAD_JSON]` (the
+/// payload as text, `@FILE` or `-` for stdin, as enqueue's args): in
 /// `database` when given, else in each database of `cfg` in turn until one
 /// knows the id (callback ids are unique across databases).
 int resolve_callback(const runtime_config& cfg, const std::string& database,

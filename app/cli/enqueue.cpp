@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "actor_worker/messages/printable.hpp"
 #include "actor_worker/storage/admin_jobs.hpp"
+#include "actor_worker/storage/admin_nodes.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 
 namespace aw::cli {
@@ -32,6 +34,16 @@ std::chrono::milliseconds seconds_or_duration(const char* flag,
     throw usage_error(std::string{flag} + ": " + e.what());
   }
 }
+
+namespace {
+
+/// The whole seconds since the epoch a system_clock::time_point (64-bit
+/// nanoseconds) holds with any fraction: 1677-09-21T00:12:45Z to
+/// 2262-04-11T23:47:15Z.
+constexpr int64_t rfc3339_max_seconds = INT64_MAX / 1'000'000'000 - 1;
+constexpr int64_t rfc3339_min_seconds = -rfc3339_max_seconds;
+
+} // namespace
 
 std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
                                                    const std::string& text) {
@@ -109,14 +121,45 @@ std::chrono::system_clock::time_point parse_rfc3339(const std::string& what,
   if (tm.tm_mday != day)
     throw bad("no such day in that month");
   secs -= static_cast<time_t>(offset_minutes) * 60;
+  // A time_point counts nanoseconds in 64 bits: past these bounds it would
+  // wrap (2262 stored as 1677, and the reverse), so refuse instead.
+  if (secs < rfc3339_min_seconds || secs > rfc3339_max_seconds)
+    throw usage_error(what + ": '" + aw::printable(text)
+                      + "' is out of range (the earliest is "
+                        "1677-09-21T00:12:45Z, the latest "
+                        "2262-04-11T23:47:15Z)");
   return std::chrono::system_clock::time_point{
     std::chrono::seconds{secs} + std::chrono::microseconds{micros}};
 }
 
-namespace {
+void check_json_depth(const std::string& what, const std::string& text) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > aw::defaults::max_json_depth)
+        throw usage_error(what + " nests arrays and objects more than "
+                          + std::to_string(aw::defaults::max_json_depth)
+                          + " deep (at byte " + std::to_string(i + 1)
+                          + "); flatten it");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
 
-/// The whole of a file, or of stdin for "-". Throws usage_error naming
-/// `what`.
 std::string read_source(const std::string& what, const std::string& path) {
   if (path == "-") {
     std::stringstream buf;
@@ -131,6 +174,8 @@ std::string read_source(const std::string& what, const std::string& path) {
   buf << in.rdbuf();
   return buf.str();
 }
+
+namespace {
 
 std::vector<std::string> split_tags(const std::string& text) {
   std::vector<std::string> tags;
@@ -152,6 +197,31 @@ std::vector<std::string> split_tags(const std::string& text) {
   }
 }
 
+/// Refuses a NUL character (\u0000) in any string or key of `j`:
+/// PostgreSQL's jsonb cannot store one. `j` is at most max_json_depth
+/// deep (check_json_depth ran first).
+void refuse_nul(const std::string& what, const nlohmann::json& j) {
+  auto has_nul = [](const std::string& s) {
+    return s.find('\0') != std::string::npos;
+  };
+  auto refuse = [&] {
+    throw usage_error(what + " holds a NUL character (\\u0000), which "
+                             "PostgreSQL cannot store in jsonb; remove it "
+                             "or encode the value (base64, hex)");
+  };
+  if (j.is_string() && has_nul(j.get_ref<const std::string&>()))
+    refuse();
+  if (j.is_object())
+    for (auto& [key, value] : j.items()) {
+      if (has_nul(key))
+        refuse();
+      refuse_nul(what, value);
+    }
+  if (j.is_array())
+    for (auto& value : j)
+      refuse_nul(what, value);
+}
+
 /// The options the flags give (for --jsonl: every line's defaults).
 aw::insert_options options_of(const enqueue_options& o) {
   aw::insert_options opts;
@@ -169,10 +239,14 @@ aw::insert_options options_of(const enqueue_options& o) {
     opts.deadline = seconds_or_duration("--deadline", o.deadline);
   if (o.unique)
     opts.unique = aw::unique_options{};
+  if (o.ordering_key_given && o.ordering_key.empty())
+    throw usage_error("--ordering-key: the key must not be empty (leave the "
+                      "flag out for a job without one)");
   if (!o.ordering_key.empty())
     opts.ordering_key = o.ordering_key;
   opts.tags = split_tags(o.tags);
   if (!o.metadata.empty()) {
+    check_json_depth("--metadata", o.metadata);
     try {
       opts.metadata = nlohmann::json::parse(o.metadata);
     } catch (const std::exception& e) {
@@ -182,6 +256,7 @@ aw::insert_options options_of(const enqueue_options& o) {
     if (!opts.metadata.is_object())
       throw usage_error(std::string{"--metadata must be a JSON object, got "}
                         + opts.metadata.type_name());
+    refuse_nul("--metadata", opts.metadata);
   }
   return opts;
 }
@@ -197,6 +272,7 @@ aw::enqueue_request parse_line(const std::string& line, size_t number,
                                const aw::insert_options& defaults) {
   auto at = "line " + std::to_string(number) + ": ";
   nlohmann::json doc;
+  check_json_depth("line " + std::to_string(number), line);
   try {
     doc = nlohmann::json::parse(line);
   } catch (const std::exception& e) {
@@ -205,6 +281,7 @@ aw::enqueue_request parse_line(const std::string& line, size_t number,
   if (!doc.is_object())
     throw usage_error(at + "expected a JSON object, got "
                       + std::string{doc.type_name()});
+  refuse_nul("line " + std::to_string(number), doc);
   aw::enqueue_request req;
   req.options = defaults;
   bool has_delay = false, has_run_at = false;
@@ -294,6 +371,24 @@ aw::enqueue_request parse_line(const std::string& line, size_t number,
   return req;
 }
 
+/// Warns on stderr for each (kind, queue) that no live worker serves: the
+/// jobs were enqueued (exit 0 still), but wait until a worker that runs
+/// them starts. A failure to look is not the enqueue's failure.
+void warn_unserved(pqxx::connection& conn, const runtime_config& cfg,
+                   const std::set<std::pair<std::string, std::string>>& kinds) {
+  try {
+    for (auto& [kind, queue] : kinds)
+      if (aw::storage::kind_unserved(conn, kind, queue,
+                                     cfg.worker.reclaim_window))
+        std::cerr << "warning: no live worker runs kind '"
+                  << aw::printable(kind) << "' in queue '"
+                  << aw::printable(queue)
+                  << "' (see `actor-worker nodes`): its jobs wait until one "
+                     "does\n";
+  } catch (const std::exception&) {
+  }
+}
+
 /// Draws "[#####.....] n/total" over itself on stderr.
 void draw_progress(size_t done, size_t total) {
   constexpr size_t width = 40;
@@ -336,6 +431,9 @@ int enqueue_jsonl(const runtime_config& cfg, const enqueue_options& o) {
   pqxx::connection conn{cfg.database.url};
   pqxx::work tx{conn};
   constexpr size_t batch = 1000;
+  std::set<std::pair<std::string, std::string>> served_by;
+  for (auto& job : jobs)
+    served_by.emplace(job.kind, job.options.queue);
   std::vector<aw::enqueue_request> chunk;
   for (size_t i = 0; i < jobs.size(); i += batch) {
     auto end = std::min(jobs.size(), i + batch);
@@ -350,6 +448,7 @@ int enqueue_jsonl(const runtime_config& cfg, const enqueue_options& o) {
     std::cerr << "\n";
   std::cout << jobs.size() << std::endl;
   std::cerr << "enqueued " << jobs.size() << " job(s)\n";
+  warn_unserved(conn, cfg, served_by);
   return exit_ok;
 }
 
@@ -369,12 +468,21 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o) {
                             : "ARGS_JSON (" + aw::printable(path) + ")";
   }
   nlohmann::json args;
+  check_json_depth(args_from + " for kind '" + aw::printable(o.kind) + "'",
+                   args_text);
   try {
     args = nlohmann::json::parse(args_text);
   } catch (const std::exception& e) {
     throw usage_error(args_from + " for kind '" + aw::printable(o.kind)
                       + "' is not valid JSON: " + e.what());
   }
+  // A C++ caller's null args are {}; on the command line "null" is a
+  // mistake, not a way to say "no args".
+  if (args.is_null())
+    throw usage_error(args_from + " for kind '" + aw::printable(o.kind)
+                      + "' must be a JSON object, got null (give {} or "
+                        "leave it out for no args)");
+  refuse_nul(args_from + " for kind '" + aw::printable(o.kind) + "'", args);
   auto opts = options_of(o);
   // Bad input is a usage error, found before any connection is opened.
   try {
@@ -394,6 +502,7 @@ int enqueue_job(const runtime_config& cfg, const enqueue_options& o) {
               << id << " (" << existing->state
               << "); nothing was enqueued\n";
   std::cout << id << std::endl;
+  warn_unserved(conn, cfg, {{o.kind, opts.queue}});
   return exit_ok;
 }
 

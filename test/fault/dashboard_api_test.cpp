@@ -63,7 +63,10 @@ BOOST_AUTO_TEST_CASE(security_checks_over_real_http) {
   auto chart = get(p, "/vendor/chart.min.js");
   BOOST_TEST(chart.status == 200);
   BOOST_TEST(contains(chart.body, "Chart.js"), "Chart.js is compiled in");
-  BOOST_TEST(get(p, "/nope").status == 404);
+  auto nope = get(p, "/nope");
+  BOOST_TEST(nope.status == 404);
+  BOOST_TEST(nope.header("X-Content-Type-Options") == "nosniff");
+  BOOST_TEST(nope.header("X-Frame-Options") == "DENY");
   auto missing = get(p, "/api/nope");
   BOOST_TEST(missing.status == 404);
   BOOST_TEST(contains(missing.body, "/api/jobs"));
@@ -174,6 +177,18 @@ BOOST_AUTO_TEST_CASE(security_checks_over_real_http) {
   BOOST_TEST(get(p, "/api/jobs?limit=0").status == 400);
   BOOST_TEST(get(p, "/api/jobs?before=-1").status == 400);
   BOOST_TEST(get(p, "/api/jobs/999999").status == 404);
+  // Text PostgreSQL cannot take: 400 naming the parameter, before any
+  // statement (it was a 500 with an ERROR in the log, for anyone, as
+  // reads need no token), and a NUL that used to cut the filter to
+  // nothing (all rows).
+  for (auto* bad : {"/api/jobs?queue=%FF", "/api/jobs?kind=%C3%28",
+                    "/api/dead-letters?queue=abc%FE", "/api/jobs?queue=%00default",
+                    "/api/jobs?kind=%00", "/api/dead-letters?kind=x%00y"}) {
+    auto answer = get(p, bad);
+    BOOST_TEST(answer.status == 400, bad << ": " << answer.body);
+    BOOST_TEST(contains(answer.body, "the query parameter '"), bad << ": " << answer.body);
+  }
+  BOOST_TEST(!contains(w->err(), "[error]"), w->err());
 }
 
 BOOST_AUTO_TEST_CASE(read_only_protect_reads_and_token_env) {
@@ -587,6 +602,13 @@ BOOST_AUTO_TEST_CASE(dashboard_off_serves_the_probes_only) {
   BOOST_TEST(get(http.port(), "/").status == 404);
   BOOST_TEST(get(http.port(), "/api/overview").status == 404);
   BOOST_TEST(get(http.port(), "/metrics").status == 200);
+  // The generic 404 carries the security headers too.
+  auto missing = get(http.port(), "/nope");
+  BOOST_TEST(missing.status == 404);
+  BOOST_TEST(missing.header("X-Content-Type-Options") == "nosniff");
+  BOOST_TEST(missing.header("X-Frame-Options") == "DENY");
+  BOOST_TEST(contains(missing.header("Content-Security-Policy"),
+                      "frame-ancestors 'none'"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

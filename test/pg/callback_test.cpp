@@ -7,6 +7,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include <pqxx/pqxx>
+
+#include <unistd.h>
 
 #include "actor_worker/app/builtin_kinds.hpp"
 #include "actor_worker/messages/error.hpp"
@@ -388,6 +392,41 @@ BOOST_AUTO_TEST_CASE(cli_resolution_changes_the_job_but_fires_no_hook_in_the_wor
   BOOST_TEST(log.count(failed, event_type::exhausted) == 0u);
   BOOST_TEST(log.of(id).size() == 2u);     // started, waiting_for_callback
   BOOST_TEST(log.of(failed).size() == 2u); // started, waiting_for_callback
+}
+
+BOOST_AUTO_TEST_CASE(cli_payload_comes_from_a_file_or_stdin_past_what_an_argument_holds) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto node = callback_node(db.config(4), log);
+  auto [from_file, file_cb] = park(db, log);
+  auto [from_stdin, stdin_cb] = park(db, log);
+  // 200 KB: more than one argument may hold (128 KiB).
+  auto path = "/tmp/aw_callback_payload_" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream out{path};
+    out << "{\"blob\": \"" << std::string(200'000, 'x') << "\"}";
+  }
+  auto r = aw::test::run_binary("callback complete " + file_cb + " @" + path,
+                                db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  r = aw::test::run_binary("callback complete " + stdin_cb + " - < " + path,
+                           db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  for (auto id : {from_file, from_stdin}) {
+    BOOST_TEST(s.text("SELECT state" + job_where(id)) == "completed");
+    BOOST_TEST(s.scalar("SELECT length(callback_result->>'blob')" + job_where(id))
+               == 200'000);
+  }
+  // A file that is not there is named.
+  auto [other, other_cb] = park(db, log);
+  r = aw::test::run_binary("callback complete " + other_cb + " @" + path + ".missing",
+                           db.url);
+  BOOST_TEST(r.exit_code == 2, r.err);
+  BOOST_TEST(contains(r.err, "PAYLOAD_JSON: cannot read '" + path + ".missing'"),
+             r.err);
+  BOOST_TEST(s.text("SELECT state" + job_where(other)) == "waiting_external");
+  std::remove(path.c_str());
 }
 
 namespace {

@@ -5,9 +5,12 @@
 //   /ok 200 empty    /text 200 text    /outcome 200 {"outcome": "snooze", "for": "3s"}
 //   /bad-outcome 200 {"outcome": "later"}
 //   /429 Retry-After: 7    /429-date Retry-After: an HTTP date 120 s ahead
+//   /429-century Retry-After: 100 years
 //   /503 without, /503-after with Retry-After: 90
 //   /404, /500, /302, /slow (200 after 3 s)
 //   /echo-auth 401 quoting the Authorization header in its body
+//   /echo-auth-at-cut?before=N[&prefix=P] the same where the error
+//     excerpt's cut (byte 512) falls N bytes before the header's end
 //   /record 204, remembering Content-Type, Authorization and the body
 // Its listen backlog is 5 (compiled into Debian's library): not for
 // hundreds of connections at once.
@@ -55,6 +58,10 @@ public:
       std::strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
       res.set_header("Retry-After", date);
     });
+    svr_.Post("/429-century", [](const auto&, auto& res) {
+      res.status = 429;
+      res.set_header("Retry-After", "3153600000"); // 100 years
+    });
     svr_.Post("/503", [](const auto&, auto& res) { res.status = 503; });
     svr_.Post("/503-after", [](const auto&, auto& res) {
       res.status = 503;
@@ -80,6 +87,20 @@ public:
       res.status = 401;
       res.set_content("invalid credentials: "
                         + req.get_header_value("Authorization"),
+                      "text/plain");
+    });
+    svr_.Post("/echo-auth-at-cut", [](const auto& req, auto& res) {
+      // The Authorization header (or its first `prefix` bytes, then other
+      // text) placed so that byte 512 falls `before` bytes before its end.
+      auto auth = req.get_header_value("Authorization");
+      auto before = std::stoul(req.get_param_value("before"));
+      auto shown = req.has_param("prefix")
+                     ? auth.substr(0, std::stoul(req.get_param_value("prefix")))
+                         + "-and-then-something-else"
+                     : auth;
+      res.status = 401;
+      res.set_content(std::string(512 - (auth.size() - before), 'x') + shown
+                        + " and more text after it",
                       "text/plain");
     });
     svr_.Post("/record", [this](const auto& req, auto& res) {

@@ -144,4 +144,30 @@ BOOST_AUTO_TEST_CASE(every_error_names_file_line_and_key) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(queue_names_follow_the_rule_of_kind_names) {
+  using aw_test::contains;
+  const std::string rule = "a queue name must be 1 to 200 bytes without "
+                           "control characters";
+  auto long_name = std::string(201, 'q');
+  // The top level's [queues.NAME] (a quoted key may hold anything).
+  auto e = error_of("[queues.\"mail\\nINFO forged\"]\nconcurrency = 1\n");
+  BOOST_TEST(contains(e, "cluster.toml:1: key 'queues.mail"), e);
+  BOOST_TEST(contains(e, rule), e);
+  BOOST_TEST(contains(e, "contains a control character"), e);
+  e = error_of("[queues." + long_name + "]\nconcurrency = 1\n");
+  BOOST_TEST(contains(e, rule), e);
+  BOOST_TEST(contains(e, "is 201 bytes long"), e);
+  // A node's list of queues and its [nodes.N.queues.NAME] tables.
+  e = error_of("[nodes.a]\nqueues = [\"ok\", \"bad\\tname\"]\n");
+  BOOST_TEST(contains(e, "cluster.toml:2: key 'nodes.a.queues'"), e);
+  BOOST_TEST(contains(e, rule), e);
+  e = error_of("[nodes.a.queues." + long_name + "]\nconcurrency = 2\n");
+  BOOST_TEST(contains(e, rule), e);
+  // 200 bytes are taken, as at enqueue.
+  BOOST_TEST(error_of("[queues." + std::string(200, 'q') + "]\nconcurrency = 1\n")
+               == "");
+  BOOST_TEST(aw::name_problem(std::string(200, 'q')).empty());
+  BOOST_TEST(aw::name_problem(long_name) == "is 201 bytes long, more than the 200 allowed");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -313,6 +313,20 @@ BOOST_AUTO_TEST_CASE(cancellation_sends_sigterm_to_the_process_group) {
   BOOST_TEST(wait_gone(grandchild));
 }
 
+BOOST_AUTO_TEST_CASE(a_grandchild_in_the_group_dies_when_the_command_exits_0) {
+  scratch_dir dir;
+  // The command exits 0 at once, leaving a sleep in its process group
+  // (its output elsewhere, so no pipe stays open).
+  auto out = run(sh("sleep 30 >/dev/null 2>&1 </dev/null & echo $! > "
+                    + dir.file("grandchild")));
+  BOOST_TEST(out.kind == aw::outcome_kind::completed, out.message);
+  auto grandchild = std::stoi(dir.read("grandchild"));
+  bool gone = wait_gone(grandchild);
+  BOOST_TEST(gone);
+  if (!gone)
+    ::kill(grandchild, SIGKILL);
+}
+
 BOOST_AUTO_TEST_CASE(a_child_ignoring_sigterm_gets_sigkill_after_the_grace) {
   auto c = sh("trap '' TERM; echo ignoring >&2; sleep 30");
   c.kill_grace = 700ms;

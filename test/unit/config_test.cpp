@@ -453,4 +453,31 @@ BOOST_AUTO_TEST_CASE(kind_names_are_bounded_and_printable) {
   BOOST_TEST(contains(long_name, "1 to 200 bytes"), long_name);
 }
 
+BOOST_AUTO_TEST_CASE(the_example_worker_toml_shows_every_worker_default) {
+  // examples/worker.toml says it shows "every key, with its default": the
+  // values it sets must be those of config/defaults.hpp.
+  auto cfg = aw::load_config(std::string{AW_SOURCE_DIR} + "/examples/worker.toml");
+  aw::worker_config d;
+  auto& w = cfg.worker;
+  auto same = [](std::chrono::milliseconds a, std::chrono::milliseconds b) {
+    return aw::format_duration(a) + " (defaults.hpp: " + aw::format_duration(b)
+           + ")";
+  };
+  BOOST_TEST((w.poll_interval == d.poll_interval), same(w.poll_interval, d.poll_interval));
+  BOOST_TEST(w.max_retries == d.max_retries);
+  BOOST_TEST((w.shutdown_drain == d.shutdown_drain), same(w.shutdown_drain, d.shutdown_drain));
+  BOOST_TEST((w.completed_retention == d.completed_retention),
+             same(w.completed_retention, d.completed_retention));
+  BOOST_TEST((w.dead_letter_retention == d.dead_letter_retention),
+             same(w.dead_letter_retention, d.dead_letter_retention));
+  BOOST_TEST((w.maintenance_interval == d.maintenance_interval),
+             "maintenance_interval: " + same(w.maintenance_interval, d.maintenance_interval));
+  BOOST_TEST((w.heartbeat_interval == d.heartbeat_interval),
+             same(w.heartbeat_interval, d.heartbeat_interval));
+  BOOST_TEST((w.reclaim_window == d.reclaim_window), same(w.reclaim_window, d.reclaim_window));
+  BOOST_TEST(w.idle_poll_permits == d.idle_poll_permits);
+  BOOST_TEST(w.local_queue_size == d.local_queue_size);
+  BOOST_TEST(w.local_queue_bytes == d.local_queue_bytes);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -143,6 +143,25 @@ BOOST_AUTO_TEST_CASE(status_429_and_503_retry_after_retry_after) {
   BOOST_TEST(plain.message == "HTTP 503 from " + server.url("/503"));
 }
 
+BOOST_AUTO_TEST_CASE(a_huge_retry_after_is_capped_at_max_retry_after) {
+  aw::test::http_test_server server;
+  // By default at one day.
+  auto capped = post(server.url("/429-century"));
+  BOOST_TEST(capped.kind == aw::outcome_kind::retry_after);
+  BOOST_TEST(capped.delay_ms == 24 * 3600 * 1000);
+  BOOST_TEST(contains(capped.message, "capped at max_retry_after 24h"),
+             capped.message);
+  // The kind's own cap, which a smaller Retry-After does not reach.
+  auto own = post(server.url("/429-century"), ", max_retry_after = \"5m\"");
+  BOOST_TEST(own.delay_ms == 5 * 60 * 1000);
+  auto under = post(server.url("/429"), ", max_retry_after = \"5m\"");
+  BOOST_TEST(under.delay_ms == 7000);
+  BOOST_TEST(!contains(under.message, "capped"), under.message);
+  // It must be positive.
+  BOOST_CHECK_THROW(registry_for(server.url("/429"), ", max_retry_after = \"0\""),
+                    aw::config_error);
+}
+
 BOOST_AUTO_TEST_CASE(other_4xx_dead_letter_and_5xx_retry) {
   aw::test::http_test_server server;
   auto missing = post(server.url("/404"));
@@ -214,6 +233,29 @@ BOOST_AUTO_TEST_CASE(header_values_and_url_secrets_never_reach_a_message) {
              quoted.message);
   BOOST_TEST(!contains(quoted.message, "pa55word"));
   BOOST_TEST(!contains(quoted.message, "k3y"));
+}
+
+BOOST_AUTO_TEST_CASE(a_secret_the_error_excerpt_cuts_is_masked_whole) {
+  aw::test::http_test_server server;
+  const std::string token = "HeaderSecretABC123";
+  ::setenv("AW_TEST_HTTP_SECRET", ("Bearer " + token).c_str(), 1);
+  const std::string headers
+    = ", headers = { Authorization = \"${AW_TEST_HTTP_SECRET}\" }";
+  // The cut 1, 5 and 12 bytes before the end of "Bearer HeaderSecretABC123",
+  // and a body that quotes only its first 22 bytes (the cut leaves 11 of
+  // the token once "Bearer" is masked).
+  for (const auto* path : {"/echo-auth-at-cut?before=1", "/echo-auth-at-cut?before=5",
+                           "/echo-auth-at-cut?before=12",
+                           "/echo-auth-at-cut?before=3&prefix=22"})
+    BOOST_TEST_CONTEXT(path) {
+      auto out = post(server.url(path), headers);
+      BOOST_TEST(out.kind == aw::outcome_kind::terminal_failure);
+      BOOST_TEST(!contains(out.message, "HeaderSec"), out.message);
+      BOOST_TEST(!contains(out.message, "ABC12"), out.message);
+      BOOST_TEST(contains(out.message, "[redacted]"), out.message);
+      BOOST_TEST(contains(out.message, "HTTP 401 from "), out.message);
+    }
+  ::unsetenv("AW_TEST_HTTP_SECRET");
 }
 
 BOOST_AUTO_TEST_CASE(redacted_url_drops_user_info_query_and_fragment) {
