@@ -69,6 +69,23 @@ poll_gate_actor::behavior_type poll_gate_behavior(poll_gate_pointer self,
       }
     },
     [self](giveback_atom, const poller_actor& p) { release(self, p); },
+    [self](rotate_atom, poller_actor p) {
+      auto& st = self->state;
+      if (!holds(self, p)) {
+        // Not a holder (its permit went with a down message): a request.
+        self->send(self, permit_atom::value, std::move(p));
+        return;
+      }
+      if (st.waiting.empty()) {
+        self->send(p, permit_atom::value); // nobody else wants it: poll
+        return;
+      }
+      st.holders.erase(std::find(st.holders.begin(), st.holders.end(), p));
+      auto next = st.waiting.front();
+      st.waiting.pop_front();
+      st.waiting.push_back(std::move(p));
+      grant(self, std::move(next));
+    },
   };
 }
 

@@ -3,8 +3,12 @@
 // process's pollers poll on the idle interval; the rest park until woken
 // (NOTIFY, a freed slot, a local enqueue) or until they get a permit. A
 // poller gives its permit back as soon as it claims work, and the gate hands
-// it to the poller that has waited longest. The gate never limits running
-// jobs, heartbeats, or claims made on a wake-up.
+// it to the poller that has waited longest. A permit also rotates: when
+// its holder's idle interval is up and another poller waits, the waiting
+// one gets it and polls at once, so jobs that become due by time alone
+// (scheduled, backoff, snooze, rescued: no NOTIFY) on a parked poller's
+// queue wait at most poll_interval x ceil(pollers / permits). The gate
+// never limits running jobs, heartbeats, or claims made on a wake-up.
 
 #include <deque>
 #include <unordered_set>

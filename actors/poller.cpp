@@ -210,6 +210,15 @@ void start_jobs(poller_pointer self) {
     st.running.emplace(id, started_job{std::move(exec), lease, b.claimed_at,
                                        bytes});
     st.running_bytes += bytes;
+    st.unrecorded_starts.push_back({id, lease, 0});
+  }
+  // Starts are recorded a moment later, a few statements a second: most
+  // fast jobs have finished by then and need no record (their outcome
+  // says enough).
+  if (!st.unrecorded_starts.empty() && !st.start_record_armed) {
+    st.start_record_armed = true;
+    self->delayed_send(self, defaults::start_record_delay,
+                       started_atom::value);
   }
   if (st.cfg.watcher
       && st.reported_running != static_cast<int>(st.running.size())) {
@@ -686,6 +695,20 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         schedule_claim(self);
     },
     [self](flush_atom) { flush_outbox(self); },
+    [self](started_atom) {
+      auto& st = self->state;
+      st.start_record_armed = false;
+      std::vector<held_job> still_running;
+      for (auto& j : st.unrecorded_starts) {
+        auto i = st.running.find(j.id);
+        if (i != st.running.end() && i->second.lease == j.lease)
+          still_running.push_back(j);
+      }
+      st.unrecorded_starts.clear();
+      if (!still_running.empty() && !st.cfg.completers.empty())
+        self->send(st.cfg.completers.front(), started_atom::value,
+                   std::move(still_running));
+    },
     [self](committed_atom, std::vector<outcome_report>& reports) {
       auto& st = self->state;
       for (auto& r : reports) {
@@ -730,6 +753,13 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
         st.claim = claim_phase::ready;
       if (st.permit != permit_phase::held && !backoff_retry && !limit_retry)
         return; // parked behind the idle poll gate
+      if (st.cfg.gate && !backoff_retry && !limit_retry) {
+        // This permit's interval is up: the gate passes it to a parked
+        // poller if one waits, or hands it back to poll now (permit_atom).
+        st.permit = permit_phase::requested;
+        self->send(st.cfg.gate, rotate_atom::value, poller_actor{self});
+        return;
+      }
       st.limited = false;
       st.maybe_more = true;
       try_claim(self);
@@ -868,8 +898,11 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
       // Our turn to poll idly: look now, then every interval.
       st.maybe_more = true;
       try_claim(self);
-      if (st.claims_in_flight == 0)
+      if (st.claims_in_flight == 0) {
+        if (!st.buffer.empty())
+          probe_pause(self); // the buffer is full: was the queue paused?
         arm_idle_timer(self);
+      }
     },
     [self](pause_atom, bool paused) {
       if (paused)

@@ -263,6 +263,11 @@ struct poller_state {
   std::vector<std::vector<job_outcome>> outbox;
   /// A flush message for the outbox is on its way through the mailbox.
   bool outbox_flush_queued = false;
+  /// Jobs started since their starts were last recorded (storage's
+  /// started_atom).
+  std::vector<held_job> unrecorded_starts;
+  /// The timer that records them is armed.
+  bool start_record_armed = false;
   /// Running jobs that are no longer ours (lease lost or abandoned): never
   /// released, their outcome never recorded.
   std::unordered_set<int64_t> lost;

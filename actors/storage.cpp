@@ -285,8 +285,21 @@ void deliver(storage_pointer self, size_t first, size_t count,
     auto& entry = by_poller[p.poller.address()];
     entry.first = p.poller;
     entry.second.push_back({p.outcome.job_id, p.outcome.kind, r.result});
-    if (r.has_event && r.event.type == event_type::rescued)
+    if (r.has_event && r.event.type == event_type::rescued) {
+      // A deadline overrun this node's executor ended: counted with the
+      // maintenance's rescues (actor_worker_jobs_rescued_total).
+      if (st.watcher) {
+        rescued_job counted;
+        counted.id = p.outcome.job_id;
+        counted.kind = p.outcome.job_kind;
+        counted.queue = p.outcome.queue;
+        counted.reason = r.event.reason;
+        counted.dead_lettered = destination_of(r).dead_lettered;
+        counted.message = p.outcome.message;
+        st.watcher->rescued(counted);
+      }
       rescues.push_back(r.event);
+    }
   }
   rescue_follow_ups(self, rescues);
   for (size_t i = 0; i < count; ++i)
@@ -519,6 +532,16 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         return int64_t{0};
       return logged(self->state, "release",
                     self->state.store->release(jobs, started));
+    },
+    [self](started_atom, const std::vector<held_job>& jobs) {
+      auto& st = self->state;
+      auto failure = st.store->record_starts(jobs);
+      observe(st, "record_starts", failure);
+      if (failure)
+        // Best effort: those jobs go back uncharged should this worker
+        // die, and their next claim records their start.
+        spdlog::warn("storage: recording that {} job(s) started failed: {}",
+                     jobs.size(), render(failure));
     },
     [self](cleanup_atom) -> caf::result<int64_t> {
       return logged(self->state, "cleanup",

@@ -58,9 +58,10 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
                   .Register(*registry_)),
     rescues_(BuildCounter()
                .Name("actor_worker_jobs_rescued_total")
-               .Help("Jobs of any node this node's maintenance rescued, by "
-                     "reason (stale_heartbeat, expired_callback) and "
-                     "whether they went to the dead letter queue.")
+               .Help("Jobs rescued by this node, by reason: of any node by "
+                     "its maintenance (stale_heartbeat, expired_callback), "
+                     "of its own runs by its executors (deadline_exceeded); "
+                     "and whether they went to the dead letter queue.")
                .Register(*registry_)),
     duration_(BuildHistogram()
                 .Name("actor_worker_job_duration_seconds")

@@ -120,8 +120,10 @@ struct worker_config {
   std::chrono::milliseconds heartbeat_interval = defaults::heartbeat_interval;
   /// A lease older than this is rescued; at least 3 x heartbeat_interval.
   std::chrono::milliseconds reclaim_window = defaults::reclaim_window;
-  /// How many of this process's pollers poll on the idle interval; the
-  /// others wait for a wake-up or a permit. 0 = no gate.
+  /// How many of this process's pollers poll on each idle interval; the
+  /// others wait for a wake-up or their turn (the permits rotate, so each
+  /// polls at least every poll_interval x ceil(pollers / permits)).
+  /// 0 = no gate.
   int idle_poll_permits = defaults::idle_poll_permits;
   /// Claimed jobs each queue holds locally before their handlers start
   /// (the claim size does not depend on the concurrency).

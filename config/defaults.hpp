@@ -120,6 +120,12 @@ constexpr std::chrono::milliseconds ring_period_max = 6h;
 /// completion waits behind that lock request, so never long.
 constexpr std::chrono::milliseconds ring_lock_timeout = 100ms;
 
+/// The ring's retention holds its slot's tables ACCESS EXCLUSIVE until it
+/// commits, which stops every claim: should the leader vanish between the
+/// statements of that transaction (a partition, a hung process), the
+/// server ends the session after this long idle in it and frees them.
+constexpr std::chrono::milliseconds ring_idle_timeout = 5s;
+
 /// Rows deleted per maintenance statement, so one round never holds locks
 /// on a huge set.
 constexpr int cleanup_batch = 10000;
@@ -208,6 +214,17 @@ constexpr int64_t local_queue_bytes = int64_t{64} << 20;
 /// halves the buffer's target: the node holds more than it runs soon, and
 /// other nodes could run those jobs.
 constexpr std::chrono::milliseconds prefetch_horizon = 1s;
+
+/// How soon after its handler starts a job's start is recorded
+/// (job_starts): a worker that dies has the jobs recorded as started
+/// charged and the others, buffered but never started, given back
+/// uncharged. Recording a moment later rather than before each start
+/// costs a few statements a second instead of one per start round (which
+/// would halve the throughput of fast jobs at the default concurrency);
+/// a job started within this moment before its worker died goes back
+/// uncharged once, and its next claim records its start before it runs,
+/// so a job that kills its worker is charged a crash later.
+constexpr std::chrono::milliseconds start_record_delay = 200ms;
 
 /// Most jobs one claim statement takes (see local_queue_size).
 constexpr int max_claim = 2000;

@@ -72,6 +72,9 @@ using poller_internal = poller_actor::extend<
   // Hand the outcomes collected since the last flush to storage, one
   // message per storage actor.
   caf::reacts_to<flush_atom>,
+  // Record the starts of the jobs started since the last time that still
+  // run (defaults::start_record_delay after the first of them).
+  caf::reacts_to<started_atom>,
   // Idle poll, quick re-claim or backoff timer of generation `gen`.
   caf::reacts_to<tick_atom, uint64_t>,
   // Claim with whatever room is free once the mailbox drained.
@@ -99,6 +102,12 @@ using storage_actor = caf::typed_actor<
   // with the number released. Buffered outcomes commit first, so an empty
   // list is a flush.
   caf::replies_to<release_atom, std::vector<held_job>, bool>::with<int64_t>,
+  // The handlers of these jobs started (a few at a time, a moment after
+  // they did): recorded so a rescue of this worker charges them and gives
+  // back uncharged the jobs it only buffered. Best effort: a job whose
+  // start is not recorded goes back uncharged once and has its start
+  // recorded by its next claim (migrations/002_job_starts.sql).
+  caf::reacts_to<started_atom, std::vector<held_job>>,
   // Deletes finished jobs past their retention; replies with the count.
   caf::replies_to<cleanup_atom>::with<int64_t>,
   // Vacuums the queue tables whose dead tuples passed their bound; replies
@@ -208,7 +217,13 @@ using poll_gate_actor = caf::typed_actor<
   // one is free (at once, or when another poller gives one back).
   caf::reacts_to<permit_atom, poller_actor>,
   // A poller gives its permit back (it found work, or stops).
-  caf::reacts_to<giveback_atom, poller_actor>>;
+  caf::reacts_to<giveback_atom, poller_actor>,
+  // A permit holder's idle interval is up: the gate hands its permit to
+  // the longest waiting poller and queues it behind the others, or, when
+  // none waits, sends it `permit_atom` again (its turn to poll). So every
+  // parked poller polls at least every poll_interval x ceil(pollers /
+  // permits), and the permits still make one idle poll per interval each.
+  caf::reacts_to<rotate_atom, poller_actor>>;
 
 /// Housekeeping of the whole cluster's tables, on timers, over a connection
 /// of its own: rescues jobs whose lease expired (on any node), whose

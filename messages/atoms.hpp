@@ -53,6 +53,10 @@ using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 using permit_atom = caf::atom_constant<caf::atom("permit")>;
 /// Give an idle poll permit back.
 using giveback_atom = caf::atom_constant<caf::atom("giveback")>;
+/// Handlers of held jobs started: record it (a rescue charges only those).
+using started_atom = caf::atom_constant<caf::atom("started")>;
+/// An idle poll permit's turn is over: pass it on if another poller waits.
+using rotate_atom = caf::atom_constant<caf::atom("rotate")>;
 /// The current set of pollers (supervisor -> lease keeper).
 using pollers_atom = caf::atom_constant<caf::atom("pollers")>;
 /// Time to log a summary of recent activity.

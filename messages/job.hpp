@@ -120,7 +120,8 @@ enum class outcome_kind : uint8_t {
   terminal_failure,
   /// The run overran its deadline and was cancelled: a rescue, charged and
   /// rescheduled like a retryable failure (or dead-lettered on its last
-  /// attempt).
+  /// attempt), event `rescued` with reason deadline_exceeded, its
+  /// follow-ups best effort after the commit.
   deadline_exceeded,
   /// The handler asked to run again after `delay_ms`: counts as a failed
   /// attempt (dead-lettered on the last one), no backoff.

@@ -102,6 +102,11 @@ public:
   virtual caf::expected<int64_t> release(const std::vector<held_job>& jobs,
                                          bool started) = 0;
 
+  /// Records that the handlers of these held jobs started, so a rescue of
+  /// this worker charges them and gives the jobs it only buffered back
+  /// uncharged (migrations/002_job_starts.sql).
+  virtual caf::error record_starts(const std::vector<held_job>& jobs) = 0;
+
   /// Deletes up to about `batch` finished rows past their retention.
   virtual caf::expected<int64_t> delete_expired(int batch) = 0;
 

@@ -160,8 +160,11 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_ring_lock_holders", sql::ring_lock_holders},
     {"aw_cleanup_dead_letters", sql::cleanup_dead_letters},
     {"aw_cleanup_cancel_requests", sql::cleanup_cancel_requests},
+    {"aw_cleanup_starts", sql::cleanup_starts},
+    {"aw_record_starts", sql::record_starts},
     {"aw_cancel_requests", sql::cancel_requests},
     {"aw_heartbeat", sql::heartbeat},
+    {"aw_take_back_orphans", sql::take_back_orphans},
     {"aw_snooze", sql::snooze},
     {"aw_cancel", sql::cancel},
     {"aw_wait", sql::wait},
@@ -482,7 +485,11 @@ job_store::finish_in(pqxx::transaction_base& tx,
         std::optional<int64_t> delay;
         if (o.kind == outcome_kind::retry_after)
           delay = o.delay_ms;
-        bool rescue = o.kind == outcome_kind::abandoned;
+        // A deadline overrun is a rescue (the lifecycle spec's Rescued,
+        // reason deadline_exceeded), whether the handler ended on its
+        // cancellation or was given up.
+        bool rescue = o.kind == outcome_kind::abandoned
+                      || o.kind == outcome_kind::deadline_exceeded;
         if (auto row = single("aw_retry", o.job_id, o.lease, o.message,
                               opts_.max_retries, delay)) {
           fire(i, rescue ? event_type::rescued : event_type::retried,
@@ -550,6 +557,22 @@ int64_t job_store::release(const std::vector<held_job>& jobs, bool started) {
   return r.empty() ? 0 : r[0]["released"].as<int64_t>();
 }
 
+void job_store::record_starts(const std::vector<held_job>& jobs) {
+  if (jobs.empty())
+    return;
+  connect();
+  std::vector<int64_t> ids;
+  std::vector<int64_t> leases;
+  ids.reserve(jobs.size());
+  leases.reserve(jobs.size());
+  for (auto& j : jobs) {
+    ids.push_back(j.id);
+    leases.push_back(j.lease);
+  }
+  pqxx::nontransaction tx(*conn_, "aw_record_starts");
+  run(tx, "aw_record_starts", to_array_literal(leases), to_array_literal(ids));
+}
+
 int64_t job_store::release(const std::vector<claimed_job>& jobs,
                            bool started) {
   std::vector<held_job> held;
@@ -561,13 +584,17 @@ int64_t job_store::release(const std::vector<claimed_job>& jobs,
 
 std::vector<int64_t> job_store::heartbeat(const std::vector<int64_t>& leases) {
   std::vector<int64_t> out;
-  if (leases.empty())
-    return out;
   connect();
   pqxx::nontransaction tx(*conn_, "aw_heartbeat");
-  for (const auto& row :
-       run(tx, "aw_heartbeat", to_array_literal(leases), opts_.worker_id))
-    out.push_back(row["id"].as<int64_t>());
+  if (!leases.empty())
+    for (const auto& row :
+         run(tx, "aw_heartbeat", to_array_literal(leases), opts_.worker_id))
+      out.push_back(row["id"].as<int64_t>());
+  // Claims this worker made but does not hold (in doubt when they
+  // committed), older than the reclaim window: a claim's reply reaches
+  // its poller long before, so none in flight is taken.
+  run(tx, "aw_take_back_orphans", opts_.worker_id, to_array_literal(leases),
+      opts_.reclaim_window.count() / 1000.0);
   return out;
 }
 
@@ -625,6 +652,7 @@ int64_t job_store::delete_expired(int batch) {
                  .affected_rows();
   }
   run(tx, "aw_cleanup_cancel_requests", batch);
+  run(tx, "aw_cleanup_starts", batch);
   // Processes gone for ten reclaim windows (not counted: not jobs).
   run(tx, "aw_cleanup_nodes", 10 * opts_.reclaim_window.count() / 1000.0);
   tx.commit();
@@ -638,6 +666,11 @@ bool job_store::refresh_node(int64_t held, bool candidate) {
                   opts_.host, static_cast<int>(::getpid()), opts_.version,
                   to_text_array_literal(opts_.queues), held,
                   leader_lease_seconds(), candidate);
+  // A worker holding nothing sends no heartbeat(): its claims in doubt
+  // are taken back here (see heartbeat()).
+  if (held == 0)
+    run(tx, "aw_take_back_orphans", opts_.worker_id, std::string{"{}"},
+        opts_.reclaim_window.count() / 1000.0);
   return !rows.empty() && rows[0][0].as<bool>();
 }
 
@@ -760,7 +793,10 @@ std::vector<std::string> job_store::maintain_ring() {
   }
   try {
     pqxx::work tx(*conn_, "aw_recycle");
-    tx.exec_params("SELECT set_config('lock_timeout', $1, true)", lock_timeout);
+    tx.exec_params("SELECT set_config('lock_timeout', $1, true), "
+                   "set_config('idle_in_transaction_session_timeout', $2, true)",
+                   lock_timeout,
+                   std::to_string(defaults::ring_idle_timeout.count()) + "ms");
     auto r = run(tx, "aw_recycle", retention.count() / 1000.0);
     tx.commit();
     if (!r.empty() && !r[0]["done"].is_null())

@@ -158,6 +158,10 @@ public:
   /// but never started. Returns how many were released.
   int64_t release(const std::vector<held_job>& jobs, bool started = true);
 
+  /// Records that the handlers of these held jobs started (one job_starts
+  /// row per claim): a rescue charges only started jobs.
+  void record_starts(const std::vector<held_job>& jobs);
+
   /// release() for jobs as claimed.
   int64_t release(const std::vector<claimed_job>& jobs, bool started = true);
 

@@ -127,6 +127,14 @@ public:
                    [&] { return store_.release(jobs, started); });
   }
 
+  caf::error record_starts(const std::vector<held_job>& jobs) override {
+    auto done = guarded("recording started jobs", [&] {
+      store_.record_starts(jobs);
+      return true;
+    });
+    return done ? caf::error{} : std::move(done.error());
+  }
+
   caf::expected<int64_t> delete_expired(int batch) override {
     return guarded("deleting expired finished jobs",
                    [&] { return store_.delete_expired(batch); });

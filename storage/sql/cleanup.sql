@@ -1,22 +1,15 @@
 -- Retention outside the ring's slots (the ring empties its slots whole:
--- recycle.sql): up to $2 finished jobs of jobs_unique and jobs_kept, and
--- jobs_kept's lane jobs, whose retention ($1 s) passed.
-WITH gone AS (
-  SELECT j.id FROM jobs AS j
-   WHERE (j.unique_key IS NOT NULL OR j.slot = -1)
-     AND j.ready_xid = '0' AND j.state IN ('completed', 'cancelled')
-     AND j.finalized_at < now() - make_interval(secs => $1::double precision)
-   ORDER BY j.finalized_at
-   LIMIT $2
-), lane_gone AS (
-  SELECT j.id FROM jobs AS j,
-       LATERAL actor_worker_lane_state(j.queue, j.priority, j.ready_xid, j.id,
-                                       j.state) AS l
-   WHERE j.slot = -1 AND j.unique_key IS NULL AND j.ready_xid <> '0'
-     AND l.state = 'completed'
-     AND coalesce(l.finalized_at, '-infinity')
-         < now() - make_interval(secs => $1::double precision)
-   LIMIT $2
-)
+-- recycle.sql): up to $2 finished jobs off the lanes of jobs_unique and
+-- jobs_kept whose retention ($1 s) passed. The lane jobs jobs_kept holds
+-- go with the batch that handed them out (cleanup_batches.sql, and
+-- actor_worker_recycle for a batch its slot drops): a lane job has no
+-- finish time of its own, and judging one without its batch meant
+-- searching every later batch for it (minutes per round under load).
 DELETE FROM jobs AS j
- WHERE j.id IN (SELECT id FROM gone UNION ALL SELECT id FROM lane_gone)
+ WHERE j.id IN (
+   SELECT g.id FROM jobs AS g
+    WHERE (g.unique_key IS NOT NULL OR g.slot = -1)
+      AND g.ready_xid = '0' AND g.state IN ('completed', 'cancelled')
+      AND g.finalized_at < now() - make_interval(secs => $1::double precision)
+    ORDER BY g.finalized_at
+    LIMIT $2)

@@ -47,6 +47,11 @@ struct leader_lease {
 struct storage_script {
   /// Jobs due in the queue; claims take from here.
   int backlog = 0;
+  /// Jobs whose start the poller had recorded, in order.
+  std::vector<int64_t> recorded_starts;
+  /// Jobs due in the queues named here (claims of other queues take from
+  /// `backlog`).
+  std::map<std::string, int> queue_backlog;
   /// Answer claims with ec::database_unavailable while true.
   bool fail_claims = false;
   int64_t next_id = 1;
@@ -60,6 +65,7 @@ struct storage_script {
   std::vector<int32_t> claim_limits;
   std::vector<int64_t> claim_bytes;
   std::vector<time_point> claim_times;
+  std::vector<std::string> claim_queues;
   /// Deadline given to claimed jobs (0: the poller's default).
   int64_t deadline_ms = 0;
   /// Outcomes recorded, in order, and how many finish messages brought
@@ -142,11 +148,16 @@ struct storage_script {
 inline storage_internal::behavior_type stub_storage(storage_internal::pointer self,
                                           std::shared_ptr<storage_script> s) {
   return {
+    [=](started_atom, const std::vector<held_job>& jobs) {
+      for (auto& j : jobs)
+        s->recorded_starts.push_back(j.id);
+    },
     [=](claim_atom, const std::string& queue, int32_t limit, int64_t bytes,
         int64_t default_deadline_ms) -> caf::result<claim_result> {
       s->claim_limits.push_back(limit);
       s->claim_bytes.push_back(bytes);
       s->claim_times.push_back(self->clock().now());
+      s->claim_queues.push_back(queue);
       if (s->fail_claims)
         return aw::make_error(aw::ec::database_unavailable, "stub: down");
       if (limit == 0)
@@ -181,7 +192,10 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       claim_result out;
       auto batch = s->lane_batches ? s->next_batch++ : 0;
       int64_t taken_bytes = 0;
-      while (s->backlog > 0 && static_cast<int32_t>(out.jobs.size()) < limit) {
+      auto in_queue = s->queue_backlog.find(queue);
+      int& backlog = in_queue != s->queue_backlog.end() ? in_queue->second
+                                                        : s->backlog;
+      while (backlog > 0 && static_cast<int32_t>(out.jobs.size()) < limit) {
         claimed_job job;
         job.id = s->next_id;
         job.lease = s->lane_batches ? batch : job.id;
@@ -200,7 +214,7 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         taken_bytes += static_cast<int64_t>(job.bytes());
         ++s->next_id;
         out.jobs.push_back(job);
-        --s->backlog;
+        --backlog;
       }
       return out;
       };
@@ -451,9 +465,10 @@ struct fixture {
                             std::chrono::milliseconds drain = 2s,
                             poll_gate_actor gate = {},
                             int local_queue_size = 1000,
-                            int64_t local_queue_bytes = int64_t{64} << 20) {
+                            int64_t local_queue_bytes = int64_t{64} << 20,
+                            std::string queue = "default") {
     aw::poller_config pc;
-    pc.queue = "default";
+    pc.queue = std::move(queue);
     pc.concurrency = concurrency;
     pc.local_queue_size = local_queue_size;
     pc.local_queue_bytes = local_queue_bytes;

@@ -52,6 +52,8 @@ public:
 
   std::vector<write_call> writes;
   int claim_calls = 0;
+  /// Jobs record_starts() was told about, in order.
+  std::vector<int64_t> recorded_starts;
 
   // -- the backend -----------------------------------------------------------
 
@@ -105,6 +107,12 @@ public:
   caf::expected<int64_t> release(const std::vector<aw::held_job>& jobs,
                                  bool) override {
     return static_cast<int64_t>(jobs.size());
+  }
+
+  caf::error record_starts(const std::vector<aw::held_job>& jobs) override {
+    for (auto& j : jobs)
+      recorded_starts.push_back(j.id);
+    return {};
   }
 
   caf::expected<int64_t> delete_expired(int) override {

@@ -82,6 +82,53 @@ BOOST_AUTO_TEST_CASE(permit_passes_on_when_its_holder_finds_work) {
   BOOST_TEST(claims() - after_handover <= 1u);
 }
 
+BOOST_AUTO_TEST_CASE(permits_rotate_so_time_due_jobs_of_parked_queues_run) {
+  // Ten queues, two permits, no NOTIFY ever: jobs that become due by time
+  // alone (scheduled, backoff, snooze, rescued) on any queue are found
+  // within poll_interval x ceil(10 / 2) = 5 s, and the idle polls stay at
+  // two per interval.
+  auto gate = sys->spawn(aw::poll_gate_behavior, 2);
+  spawned.push_back(caf::actor_cast<caf::actor>(gate));
+  for (int i = 0; i < 10; ++i) {
+    auto name = "q" + std::to_string(i);
+    script->queue_backlog[name] = 0;
+    spawn_poller(1, 1s, 2s, gate, 1000, int64_t{64} << 20, name);
+  }
+  run();
+  for (int round = 0; round < 3; ++round) {
+    // Every queue is polled within five intervals.
+    std::set<std::string> polled;
+    for (int i = 0; i < 5; ++i) {
+      auto before = claims();
+      advance(1s);
+      BOOST_TEST(claims() - before <= 2u);
+      for (auto k = before; k < claims(); ++k)
+        polled.insert(script->claim_queues[k]);
+    }
+    BOOST_TEST(polled.size() == 10u);
+  }
+  // A job comes due on each queue in turn: each is claimed within five
+  // intervals, without a wake-up.
+  for (int i = 0; i < 10; ++i) {
+    auto name = "q" + std::to_string(i);
+    script->queue_backlog[name] = 1;
+    for (int s = 0; s < 5 && script->queue_backlog[name] > 0; ++s)
+      advance(1s);
+    BOOST_TEST(script->queue_backlog[name] == 0, name << "'s job waits");
+    dispatcher->complete(dispatcher->held.size());
+    run();
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_lone_permit_holder_keeps_polling_every_interval) {
+  spawn_pollers(1, 2);
+  for (int i = 0; i < 5; ++i) {
+    auto before = claims();
+    advance(1s);
+    BOOST_TEST(claims() - before == 1u);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(without_a_gate_every_poller_polls_idly) {
   for (int i = 0; i < 10; ++i)
     spawn_poller(1, 1s);

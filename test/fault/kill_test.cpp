@@ -29,15 +29,19 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
   ta.heartbeat_interval = "2s";
   ta.reclaim_window = "6s";
   auto a = env.start_worker("A", ta);
-  // Every job is running under A and its handler has started (one
-  // execution row each).
+  // Every job is running under A, its handler has started (one execution
+  // row each), and A has recorded that it did (job_starts: a rescue
+  // charges only those).
   BOOST_REQUIRE_MESSAGE(
     wait_until(
       [&] {
         return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                          "AND locked_by LIKE 'A:%'")
                  == jobs
-               && db.scalar("SELECT count(*) FROM job_executions") == jobs;
+               && db.scalar("SELECT count(*) FROM job_executions") == jobs
+               && db.scalar("SELECT count(DISTINCT i) FROM job_starts, "
+                            "unnest(ids) AS i")
+                    == jobs;
       },
       60s),
     "the jobs did not all start running under worker A");
@@ -116,6 +120,83 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
   auto code = b->wait_exit(30s);
   BOOST_REQUIRE_MESSAGE(code.has_value(), "worker B still running 30 s after SIGTERM");
   BOOST_TEST(*code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(kill_9_charges_only_the_jobs_whose_handler_started) {
+  // Issue 27, item 7: 3,000 jobs with max_attempts = 1; worker A claims
+  // more than it runs (its buffer) and is killed. Only jobs whose handler
+  // started may be charged (here: dead-lettered); the buffered ones come
+  // back uncharged and complete on B.
+  fault_env env{"kill_9_buffer"};
+  db_session db{env.url()};
+  constexpr int jobs = 3000;
+  constexpr int concurrency = 4;
+  // Two long runs first (their handlers start, are recorded, and die with
+  // A), then short ones.
+  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'record', "
+          "'{\"ms\": 60000}', 1 FROM generate_series(1, 2)");
+  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'record', "
+          "'{\"ms\": 5}', 1 FROM generate_series(1, "
+          + std::to_string(jobs - 2) + ")");
+  auto long_ids = db.text("SELECT string_agg(id::text, ',' ORDER BY id) FROM "
+                          "(SELECT id FROM jobs ORDER BY id LIMIT 2) AS l");
+  worker_timings ta;
+  ta.node = "A";
+  ta.concurrency = concurrency;
+  ta.heartbeat_interval = "2s";
+  ta.reclaim_window = "6s";
+  auto a = env.start_worker("A", ta);
+  // Both long runs recorded as started, and A holding ten times more jobs
+  // than it runs: the buffer is in play.
+  int64_t held = 0;
+  BOOST_REQUIRE_MESSAGE(
+    wait_until(
+      [&] {
+        held = db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
+                         "AND locked_by LIKE 'A:%'");
+        return held > 10 * concurrency
+               && db.scalar("SELECT count(DISTINCT i) FROM job_starts, unnest(ids) "
+                            "AS i WHERE i IN (" + long_ids + ")") == 2;
+      },
+      60s),
+    "worker A never held ten times its concurrency with both long runs "
+    "recorded; it holds " << held);
+  a->kill9();
+  auto a_id = db.text("SELECT min(worker) FROM job_executions");
+  BOOST_TEST_MESSAGE("A held " << held << " jobs when killed; "
+                     << db.scalar("SELECT count(*) FROM job_executions")
+                     << " had started");
+
+  worker_timings tb = ta;
+  tb.node = "B";
+  auto b = env.start_worker("B", tb);
+  bool settled = wait_until(
+    [&] {
+      return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
+               + db.scalar("SELECT count(*) FROM dead_letter_jobs")
+             == jobs;
+    },
+    180s);
+  BOOST_REQUIRE_MESSAGE(settled, "the jobs did not all complete or dead-letter: "
+                                   << db.describe("SELECT state || '=' || count(*) "
+                                                  "FROM jobs_live GROUP BY state"));
+  // Every dead letter had started under A (an execution row of A), and
+  // the two long runs are among them.
+  BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs AS d WHERE NOT EXISTS "
+                       "(SELECT 1 FROM job_executions AS e WHERE e.job_id = "
+                       "d.original_job_id AND e.worker = " + db.quote(a_id) + ")")
+             == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs WHERE original_job_id IN ("
+                       + long_ids + ")") == 2);
+  // No job that never started under A was charged: each completed on its
+  // first charged-free run.
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live AS j WHERE j.error_count > 0 "
+                       "AND NOT EXISTS (SELECT 1 FROM job_executions AS e "
+                       "WHERE e.job_id = j.id AND e.worker = " + db.quote(a_id) + ")")
+             == 0);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs") < held);
+  b->signal(SIGTERM);
+  BOOST_TEST(b->wait_exit(30s).value_or(-1) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -58,6 +58,23 @@ std::string state_of(aw::test::db_session& s, int64_t id) {
   return s.text("SELECT state FROM jobs_live WHERE id = " + std::to_string(id));
 }
 
+std::vector<aw::held_job> held_of(const std::vector<aw::claimed_job>& jobs) {
+  std::vector<aw::held_job> out;
+  for (auto& j : jobs)
+    out.push_back({j.id, j.lease, 0});
+  return out;
+}
+
+/// Makes worker `w` dead an hour ago, after all its claims.
+void kill_worker(aw::test::db_session& s, const std::string& w) {
+  s.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+         "last_seen_at) VALUES ('" + w + "', 'n', 'h', 1, 'v', "
+         "now() - interval '1 hour') ON CONFLICT (worker_id) DO UPDATE "
+         "SET last_seen_at = now() - interval '1 hour'");
+  s.exec("UPDATE job_batches SET claimed_at = now() - interval '61 minutes' "
+         "WHERE worker = '" + w + "'");
+}
+
 /// A connection that holds a transaction id open until destroyed, as an
 /// idle-in-transaction client does: `BEGIN; SELECT txid_current();`.
 struct open_transaction {
@@ -295,6 +312,8 @@ BOOST_AUTO_TEST_CASE(an_outcome_under_a_lease_no_longer_ours_changes_nothing) {
   s.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
          "last_seen_at) VALUES ('w1', 'n', 'h', 1, 'v', now() - interval '1 hour')");
   s.exec("UPDATE job_batches SET claimed_at = now() - interval '61 minutes'");
+  // Their handlers had started (a rescue charges only those).
+  store.record_starts(held_of(claimed));
   auto rescuer = make_store(db, "w2");
   auto rescued = rescuer.rescue(100);
   BOOST_TEST(rescued.size() == 3u);
@@ -309,6 +328,128 @@ BOOST_AUTO_TEST_CASE(an_outcome_under_a_lease_no_longer_ours_changes_nothing) {
                       "AND error_count = 1") == 3);
   // The heartbeat of w1 tells it the lease is gone.
   BOOST_TEST(store.heartbeat({claimed[0].lease}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_rescue_charges_only_the_jobs_whose_handler_started) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  auto lane = enqueue_n(db, 4);
+  // Two jobs off the lanes (claimed as rows): inserted for later, now due.
+  s.exec("INSERT INTO jobs (kind, run_at) SELECT 'noop', now() + interval '1 day' "
+         "FROM generate_series(1, 2)");
+  s.exec("UPDATE jobs SET run_at = now() WHERE run_at > now()");
+  auto w1 = make_store(db, "w1");
+  auto claimed = w1.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 6u);
+  // w1 started one lane job and one row job, buffered the rest, and died.
+  std::vector<aw::claimed_job> started;
+  for (auto& j : claimed)
+    if (j.id == lane[0] || j.id == claimed.back().id)
+      started.push_back(j);
+  BOOST_REQUIRE_EQUAL(started.size(), 2u);
+  w1.record_starts(held_of(started));
+  kill_worker(s, "w1");
+  auto rescuer = make_store(db, "w0");
+  auto rescued = rescuer.rescue(100);
+  std::set<int64_t> charged;
+  for (auto& r : rescued)
+    charged.insert(r.id);
+  BOOST_TEST(charged == (std::set<int64_t>{started[0].id, started[1].id}),
+             boost::test_tools::per_element());
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'scheduled' "
+                      "AND error_count = 1 AND attempt = 1") == 2);
+  // The four never started are due again, uncharged, their start unknown.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+                      "AND attempt = 0 AND error_count = 0 AND start_unknown") == 4);
+  // Their next claim records their start before any handler runs: when
+  // that worker dies too, they are charged though it recorded nothing.
+  auto w2 = make_store(db, "w2");
+  auto again = w2.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(again.size(), 4u);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE start_unknown") == 0);
+  kill_worker(s, "w2");
+  BOOST_TEST(rescuer.rescue(100).size() == 4u);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'scheduled' "
+                      "AND error_count = 1 AND attempt = 1") == 6);
+  // The start records of rescued claims are deleted by the cleanup.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_starts") > 0);
+  rescuer.delete_expired(1000);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_starts") == 0);
+}
+
+// Lane jobs the ring kept (jobs_kept) have no finish time of their own:
+// they go with the batch that handed them out, however few rows a cleanup
+// round deletes, rather than stay behind where no batch can vouch for
+// them and every cleanup round searches all later batches for each (a
+// soak stalled for minutes on 200,000 of them).
+BOOST_AUTO_TEST_CASE(lane_jobs_the_ring_kept_go_with_their_batch) {
+  for (bool batch_kept_too : {true, false})
+    BOOST_TEST_CONTEXT((batch_kept_too ? "the batch kept with them, then retired"
+                                       : "the batch dropped by its own slot")) {
+      aw::test::fresh_database db;
+      aw::test::db_session s{db.url};
+      auto slot = [&](int ahead) {
+        return std::to_string(
+          s.scalar("SELECT (actor_worker_slot() + " + std::to_string(ahead) + ") % 8"));
+      };
+      auto jobs_slot = slot(1);
+      s.exec("INSERT INTO jobs (kind, slot) SELECT 'noop', " + jobs_slot
+             + " FROM generate_series(1, 3)");
+      // The worker keeps completed jobs (a retention of 0 would delete
+      // their rows at once); the leader retains nothing.
+      auto store = make_store(db, "w1");
+      auto leader = make_store(db, "w0", 0ms);
+      auto running = store.claim("default", 3).jobs;
+      BOOST_REQUIRE_EQUAL(running.size(), 3u);
+      // The batch lives in the jobs' slot, or in the next one to go.
+      s.exec("UPDATE job_batches SET slot = " + (batch_kept_too ? jobs_slot : slot(2)));
+      // The ring drops the jobs' slot while they run: they are kept.
+      leader.maintain_ring();
+      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_kept WHERE ready_xid <> '0'") == 3);
+      std::vector<aw::job_outcome> finishing;
+      for (auto& j : running)
+        finishing.push_back(outcome(j, outcome_kind::completed));
+      store.finish(finishing);
+      // A later claim moves the lane's position on.
+      enqueue_n(db, 1);
+      BOOST_REQUIRE_EQUAL(store.claim("default", 1).jobs.size(), 1u);
+      if (batch_kept_too)
+        leader.delete_expired(1); // retires the batch, one row a round
+      else
+        leader.maintain_ring(); // drops the batch's slot
+      BOOST_TEST(s.scalar("SELECT count(*) FROM job_batches WHERE slot = -1") == 0);
+      BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_kept") == 0);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_its_live_worker_never_heard_of_is_taken_back_uncharged) {
+  // A claim whose commit the worker never heard of (the connection broke
+  // as it committed): the worker lives on and heartbeats, but does not
+  // hold the claim. Its heartbeat takes it back once it is older than the
+  // reclaim window; the rescue gives the jobs back, uncharged.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  auto ids = enqueue_n(db, 3);
+  auto store = make_store(db, "w1");
+  auto in_doubt = store.claim("default", 2).jobs;
+  auto held = store.claim("default", 1).jobs;
+  BOOST_REQUIRE_EQUAL(in_doubt.size(), 2u);
+  BOOST_REQUIRE_EQUAL(held.size(), 1u);
+  s.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version) "
+         "VALUES ('w1', 'n', 'h', 1, 'v')");
+  // Younger than the window: left alone.
+  store.heartbeat({held[0].lease});
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_batches WHERE rescued_at IS NOT NULL") == 0);
+  s.exec("UPDATE job_batches SET claimed_at = now() - interval '121 seconds'");
+  BOOST_TEST(store.heartbeat({held[0].lease}) == (std::vector<int64_t>{held[0].lease}),
+             boost::test_tools::per_element());
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_batches WHERE rescued_at IS NOT NULL") == 1);
+  auto rescuer = make_store(db, "w0");
+  BOOST_TEST(rescuer.rescue(100).empty()); // nothing charged
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available' "
+                      "AND attempt = 0 AND error_count = 0") == 2);
+  BOOST_TEST(state_of(s, held[0].id) == "running");
+  BOOST_TEST(store.claim("default", 10).jobs.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(released_lane_jobs_come_back_first_and_uncharged) {

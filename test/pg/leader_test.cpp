@@ -212,9 +212,14 @@ BOOST_AUTO_TEST_CASE(a_killed_leader_is_replaced_within_the_reclaim_window) {
           "'{\"ms\": 60000}' FROM generate_series(1, 6)");
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
+      // ...and their handlers' starts recorded (a rescue charges only
+      // started jobs).
       return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                        "AND locked_by LIKE 'a:%'")
-             == 6;
+               == 6
+             && db.scalar("SELECT count(DISTINCT i) FROM job_starts, "
+                          "unnest(ids) AS i")
+                  == 6;
     },
     30s));
   procs.front()->signal(SIGKILL);

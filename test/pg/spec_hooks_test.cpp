@@ -271,6 +271,11 @@ BOOST_AUTO_TEST_CASE(stale_lease_of_a_dead_worker_is_rescued_with_a_rescued_even
     auto dead = other_worker(db, dead_worker);
     auto claimed = dead->claim("default", 10);
     BOOST_REQUIRE_EQUAL(claimed.jobs.size(), 3u);
+    // Their handlers started (a rescue charges only those).
+    std::vector<aw::held_job> started;
+    for (auto& j : claimed.jobs)
+      started.push_back({j.id, j.lease, 0});
+    dead->record_starts(started);
   }
   BOOST_REQUIRE_EQUAL(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                                "AND locked_by = '" + dead_worker + "'"),
@@ -387,6 +392,51 @@ BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ignores_cancellation_is_resc
   BOOST_TEST(s.scalar("SELECT error_count" + job_where(id)) == 1);
 }
 
+BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ends_on_cancellation_is_rescued_too) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto reg = std::make_shared<aw::registry>();
+  add_sentinel(*reg, log);
+  // Waits for its cancellation on the first attempt and then returns
+  // normally (a cooperative handler); completes at once on the next.
+  reg->add_raw("polite", [&](const json&, const aw::job_context& ctx) {
+    if (ctx.attempt != 1)
+      return;
+    auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!ctx.cancel.cancelled() && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(5ms);
+  });
+  reg->on_event_kind("polite", log.hook());
+  aw::test::worker_node node{fast_rescue_config(db, 3s), std::move(reg)};
+  aw::insert_options opts;
+  opts.deadline = 200ms;
+  opts.max_attempts = 3;
+  auto id = aw::test::enqueue_one(db, "polite", {}, opts);
+  aw::insert_options once = opts;
+  once.max_attempts = 1;
+  auto last = aw::test::enqueue_one(db, "polite", {}, once);
+  for (auto job : {id, last})
+    BOOST_TEST_CONTEXT("job " << job) {
+      BOOST_REQUIRE(log.wait_for(job, event_type::rescued, 1, patience));
+      auto e = log.of(job, event_type::rescued).at(0);
+      BOOST_TEST((e.reason == aw::rescue_reason::deadline_exceeded));
+      BOOST_TEST(contains(e.message, "deadline exceeded"));
+      BOOST_TEST(e.job.value("error_count", -1) == 1);
+    }
+  BOOST_TEST(field(log.of(id, event_type::rescued).at(0).job, "state") == "scheduled");
+  BOOST_TEST(s.scalar("SELECT count(*)" + dead_where(last)) == 1);
+  s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(id));
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  flush_events(db, log);
+  for (auto job : {id, last}) {
+    // The spec's Rescued, not a handler failure.
+    BOOST_TEST(log.count(job, event_type::retried) == 0u);
+    BOOST_TEST(log.count(job, event_type::exhausted) == 0u);
+    BOOST_TEST(log.count(job, event_type::rescued) == 1u);
+  }
+}
+
 // -- 4. no event for a stale outcome -----------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(stale_outcomes_of_jobs_reclaimed_under_their_handlers_fire_no_hook) {
@@ -426,6 +476,13 @@ BOOST_AUTO_TEST_CASE(stale_outcomes_of_jobs_reclaimed_under_their_handlers_fire_
   };
   for (auto id : ids)
     BOOST_REQUIRE(log.wait_for(id, event_type::started, 1, patience));
+  // ...and the node recorded that they did (a rescue charges only those).
+  BOOST_REQUIRE(aw::test::wait_until(
+    [&] {
+      return s.scalar("SELECT count(DISTINCT i) FROM job_starts, unnest(ids) AS i")
+             == static_cast<int64_t>(ids.size());
+    },
+    patience));
   // Another worker rescues them (as if this node had stalled) and claims
   // them again, writing their rows as its claim does.
   const std::string thief = "thief:1:0000beef";

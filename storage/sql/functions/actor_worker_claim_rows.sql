@@ -7,7 +7,9 @@
 -- the jobs as arrays in claim order; `off` lists the due rows at the
 -- attempt limit (1,000,000), locked, for the claim to dead-letter.
 -- FOR UPDATE SKIP LOCKED: concurrent claims take different rows and never
--- wait for each other.
+-- wait for each other. A job a rescue gave back without knowing whether
+-- it had started (start_unknown) is recorded as started by this claim,
+-- before its handler can run (migrations/002_job_starts.sql).
 CREATE OR REPLACE FUNCTION actor_worker_claim_rows(
   p_queue text, p_priority integer, p_batch bigint, p_limit integer,
   p_max_bytes bigint, p_first boolean, p_kinds text[])
@@ -21,7 +23,7 @@ AS $$
 BEGIN
   RETURN QUERY
   WITH picked AS (
-    SELECT j.id, j.run_at, j.attempt,
+    SELECT j.id, j.run_at, j.attempt, j.start_unknown,
            pg_column_size(j.args) + pg_column_size(j.metadata) AS bytes
       FROM jobs AS j
      WHERE j.queue = p_queue AND j.priority = p_priority
@@ -42,20 +44,26 @@ BEGIN
      LIMIT p_limit
        FOR UPDATE SKIP LOCKED
   ), chosen AS (
-    SELECT s.id, s.n FROM (
-      SELECT p.id, row_number() OVER w AS n, sum(p.bytes) OVER w AS bytes
+    SELECT s.id, s.n, s.start_unknown FROM (
+      SELECT p.id, p.start_unknown, row_number() OVER w AS n,
+             sum(p.bytes) OVER w AS bytes
         FROM picked AS p WHERE p.attempt < 1000000
       WINDOW w AS (ORDER BY p.run_at, p.id)) AS s
      WHERE s.bytes <= p_max_bytes OR (s.n = 1 AND p_first)
   ), claimed AS (
     UPDATE jobs AS j
-       SET state = 'running', attempt = j.attempt + 1, batch_id = p_batch
+       SET state = 'running', attempt = j.attempt + 1, batch_id = p_batch,
+           start_unknown = false
       FROM chosen
      WHERE j.id = chosen.id
-    RETURNING chosen.n, j.id, j.kind, j.args::text AS args, j.attempt,
+    RETURNING chosen.n, chosen.start_unknown AS was_unknown, j.id, j.kind, j.args::text AS args, j.attempt,
               j.error_count, j.max_attempts, j.metadata::text AS metadata,
               j.deadline_ms,
               pg_column_size(j.args) + pg_column_size(j.metadata) AS bytes
+  ), recorded AS (
+    INSERT INTO job_starts (batch_id, ids)
+    SELECT p_batch, array_agg(c.id) FROM claimed AS c WHERE c.was_unknown
+    HAVING count(*) > 0
   )
   SELECT count(*), false, array_agg(c.id ORDER BY c.n),
          array_agg(c.kind ORDER BY c.n), array_agg(c.args ORDER BY c.n),

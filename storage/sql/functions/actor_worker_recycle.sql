@@ -11,6 +11,8 @@
 --     unfinished or finished within the retention;
 --   - those batches, each lane's newest batch (its position), row batches
 --     with running jobs, and the receipts of every batch kept.
+-- Lane jobs kept by an earlier round that a dropped batch handed out are
+-- deleted with it.
 -- Returns what it did, or NULL when no slot was due.
 CREATE OR REPLACE FUNCTION actor_worker_recycle(p_retention interval)
 RETURNS text
@@ -27,6 +29,7 @@ DECLARE
   v_keep  bigint[];
   v_moved bigint := 0;
   v_n     bigint;
+  v_empty boolean;
   l       record;
 BEGIN
   SELECT * INTO v_ring FROM job_ring FOR UPDATE;
@@ -44,6 +47,17 @@ BEGIN
     END IF;
   END LOOP;
   IF v_slot IS NULL THEN
+    RETURN NULL;
+  END IF;
+  -- An empty slot (a new or quiet cluster) needs no lock: nothing writes
+  -- to a slot that is not current, and an ACCESS EXCLUSIVE lock held by a
+  -- leader that hangs mid-round would stop every claim.
+  EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM jobs_slot_%s)'
+                 ' AND NOT EXISTS (SELECT 1 FROM job_batches_slot_%s)'
+                 ' AND NOT EXISTS (SELECT 1 FROM batch_receipts_slot_%s)',
+                 v_slot, v_slot, v_slot) INTO v_empty;
+  IF v_empty THEN
+    UPDATE job_ring SET recycled_at[v_slot + 1] = now();
     RETURN NULL;
   END IF;
   EXECUTE format('LOCK TABLE jobs_slot_%s, job_batches_slot_%s, '
@@ -106,6 +120,21 @@ BEGIN
   GET DIAGNOSTICS v_n = ROW_COUNT;
   EXECUTE format('UPDATE batch_receipts SET slot = -1 WHERE slot = %s'
                  ' AND batch_id = ANY ($1)', v_slot) USING v_keep;
+  -- Lane jobs an earlier round kept (jobs_kept) that a batch this slot
+  -- drops now handed out: they finished past the retention (or before
+  -- their batch was rescued), and without the batch nothing could tell
+  -- (cleanup.sql leaves lane jobs to their batch).
+  EXECUTE format('DELETE FROM jobs_kept AS j WHERE j.id IN ('
+                 ' SELECT x.id FROM job_batches_slot_%s AS b CROSS JOIN LATERAL ('
+                 '  SELECT r.id FROM jobs_kept AS r'
+                 '   WHERE r.queue = b.queue AND r.priority = b.priority'
+                 '     AND r.ready_xid <> ''0'''
+                 '     AND (r.ready_xid, r.id) >= (b.first_xid, b.first_id)'
+                 '     AND r.ready_xid <= b.to_xid'
+                 '     AND (r.ready_xid, r.id) <= (b.to_xid, b.to_id)'
+                 '     AND pg_visible_in_snapshot(r.ready_xid, b.tick_hi)'
+                 '     AND NOT pg_visible_in_snapshot(r.ready_xid, b.tick_lo)) AS x'
+                 ' WHERE b.on_lane)', v_slot);
   EXECUTE format('TRUNCATE jobs_slot_%s, job_batches_slot_%s, batch_receipts_slot_%s',
                  v_slot, v_slot, v_slot);
   UPDATE job_ring SET recycled_at[v_slot + 1] = now();

@@ -1,17 +1,20 @@
 -- The cluster's rescue (the leader runs it each maintenance round): jobs
 -- held by a worker that worker_nodes has not seen for p_window_s seconds
--- (or that has no row there), and jobs whose callback timed out. Each is
--- charged a failed attempt and rescheduled with the retry backoff, or
--- moved to the dead letter queue when it was its last (or when a counter
--- is at its limit: such a row must not stop the rescue). At most p_limit
--- jobs per call; returns them with why and what became of them.
+-- (or that has no row there), and jobs whose callback timed out. A held
+-- job whose handler started (job_starts) and a timed-out one is charged a
+-- failed attempt and rescheduled with the retry backoff, or moved to the
+-- dead letter queue when it was its last (or when a counter is at its
+-- limit: such a row must not stop the rescue). A held job not recorded as
+-- started (it waited in its worker's buffer, or started just before the
+-- worker died) goes back due and uncharged, with start_unknown set so its
+-- next claim records its start first. At most p_limit jobs per call;
+-- returns the charged ones with why and what became of them.
 --
--- A gone worker's unfinished lane batches first give their unfinished jobs
--- rows of their own (running, in that batch), and each of its unfinished
--- batches is marked rescued, which turns late outcomes of its runs into
--- stale ones (actor_worker_complete and _materialize lock the batch
--- against this). Then the running rows whose batch was rescued or is gone
--- are charged.
+-- A gone worker's unfinished batches are taken back first
+-- (actor_worker_take_back: lane jobs become running rows of their batch,
+-- the batch is marked rescued; actor_worker_complete and _materialize lock
+-- the batch against this). Then the running rows whose batch was rescued
+-- or is gone are charged, or given back if they never started.
 CREATE OR REPLACE FUNCTION actor_worker_rescue(
   p_window_s double precision, p_max_retries integer, p_limit integer)
 RETURNS TABLE (id bigint, kind text, queue text, reason text, dead boolean,
@@ -62,23 +65,7 @@ BEGIN
                 AND x.finished_at IS NULL AND x.claimed_at < v_seen
                 AND x.claimed_at < now() - make_interval(secs => p_window_s)
               ORDER BY x.id FOR UPDATE SKIP LOCKED LOOP
-      CONTINUE WHEN b.on_lane AND actor_worker_batch_finished_at(b.id, b.size) IS NOT NULL;
-      CONTINUE WHEN NOT b.on_lane AND NOT EXISTS (
-        SELECT 1 FROM jobs AS r WHERE r.batch_id = b.id AND r.state = 'running');
-      IF b.on_lane THEN
-        UPDATE jobs AS r
-           SET ready_xid = '0', state = 'running', attempt = r.attempt + 1,
-               batch_id = b.id
-         WHERE r.queue = b.queue AND r.priority = b.priority
-           AND r.ready_xid <> '0' AND r.state = 'available'
-           AND (r.ready_xid, r.id) >= (b.first_xid, b.first_id)
-           AND (r.ready_xid, r.id) <= (b.to_xid, b.to_id)
-           AND pg_visible_in_snapshot(r.ready_xid, b.tick_hi)
-           AND NOT pg_visible_in_snapshot(r.ready_xid, b.tick_lo)
-           AND NOT EXISTS (SELECT 1 FROM batch_receipts AS c
-                            WHERE c.batch_id = b.id AND r.id = ANY (c.ids));
-      END IF;
-      UPDATE job_batches AS x SET rescued_at = now() WHERE x.id = b.id;
+      PERFORM actor_worker_take_back(b.id);
     END LOOP;
     UPDATE worker_nodes AS n SET rescued_at = now()
      WHERE n.worker_id = v_worker
@@ -95,7 +82,11 @@ BEGIN
   FOR j IN
     SELECT r.id, r.kind, r.queue, r.batch_id, r.state, r.callback_id,
            r.callback_timeout_at,
-           r.error_count, r.max_attempts, r.attempt, x.worker, x.claimed_at
+           r.error_count, r.max_attempts, r.attempt, x.worker, x.claimed_at,
+           -- A claim that is gone (a very old one) may have started it.
+           x.id IS NULL OR EXISTS (
+             SELECT 1 FROM job_starts AS s
+              WHERE s.batch_id = r.batch_id AND r.id = ANY (s.ids)) AS started
       FROM jobs AS r
       LEFT JOIN job_batches AS x ON x.id = r.batch_id
      WHERE (r.state = 'running' AND (x.id IS NULL OR x.rescued_at IS NOT NULL))
@@ -105,6 +96,16 @@ BEGIN
      LIMIT p_limit
        FOR UPDATE OF r SKIP LOCKED
   LOOP
+    IF j.state = 'running' AND NOT j.started THEN
+      -- Claimed, never recorded as started: back uncharged (its attempt
+      -- given back), due at once, woken.
+      UPDATE jobs AS r
+         SET state = 'available', attempt = greatest(r.attempt - 1, 0),
+             batch_id = NULL, ready_xid = '0', start_unknown = true
+       WHERE r.id = j.id;
+      PERFORM pg_notify('actor_worker_jobs', j.queue);
+      CONTINUE;
+    END IF;
     IF j.state = 'waiting_external' THEN
       reason := 'expired_callback';
       v_msg := 'callback expired: no callback for '
