@@ -320,8 +320,8 @@ struct dashboard::impl {
     auto now = std::chrono::system_clock::now();
     if (!db.own_sample.taken
         || now - *db.own_sample.taken >= cfg.metrics.queue_stats_interval) {
-      db.own_sample.queues = with_db(db, [](pqxx::connection& c) {
-        return storage::dashboard_queue_samples(c);
+      db.own_sample.queues = with_db(db, [&](pqxx::connection& c) {
+        return storage::dashboard_queue_samples(c, cfg.worker.reclaim_window);
       });
       db.own_sample.taken = now;
     }
@@ -353,6 +353,7 @@ struct dashboard::impl {
                   {"scheduled", 0},         {"running", 0},
                   {"waiting_external", 0},  {"dead_lettered", 0},
                   {"oldest_available_age_seconds", 0},
+                  {"unserved", 0},
                   {"paused", false},        {"paused_at", nullptr},
                   {"global_concurrency", nullptr},
                   {"rate_limit", nullptr},  {"here", nullptr}};
@@ -364,6 +365,7 @@ struct dashboard::impl {
       r["running"] = q.running;
       r["waiting_external"] = q.waiting_external;
       r["dead_lettered"] = q.dead_lettered;
+      r["unserved"] = q.unserved;
       r["oldest_available_age_seconds"]
         = q.available > 0 ? q.oldest_available_age_seconds : 0.0;
       queues[q.queue] = std::move(r);

@@ -1,5 +1,7 @@
 #include "actor_worker/app/prometheus_observer.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <sstream>
 
 #include <prometheus/counter.h>
@@ -43,9 +45,12 @@ nlohmann::json readiness::to_json() const {
 prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
                                          std::vector<std::string> queues,
                                          std::string version,
-                                         std::vector<std::string> databases)
+                                         std::vector<std::string> databases,
+                                         int max_other_queues)
   : registry_(std::make_shared<prometheus::Registry>()),
     kinds_(kinds.begin(), kinds.end()),
+    own_queues_(queues.begin(), queues.end()),
+    max_other_queues_(static_cast<size_t>(std::max(0, max_other_queues))),
     started_(BuildCounter()
                .Name("actor_worker_jobs_started_total")
                .Help("Jobs whose handler started on this node.")
@@ -93,6 +98,12 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
                     .Help("Dead letters of the queue, cluster-wide, as of "
                           "the last sample.")
                     .Register(*registry_)),
+    unserved_(BuildGauge()
+                .Name("actor_worker_queue_unserved_jobs")
+                .Help("Due available jobs of the queue whose kind no live "
+                      "worker runs in it (they wait until one starts), "
+                      "cluster-wide, as of the last sample.")
+                .Register(*registry_)),
     running_(BuildGauge()
                .Name("actor_worker_jobs_running")
                .Help("Handlers of the queue running on this node.")
@@ -284,14 +295,19 @@ void prometheus_observer::leadership(database_health& h, bool leader) {
   if (leader)
     return;
   // Only the leader samples the queues: a node that stopped leading drops
-  // its depth series rather than export a sample that no longer moves.
-  for (auto& q : h.sampled_queues) {
-    for (auto* state : sampled_states)
-      queue_jobs_.Remove(&queue_jobs_.Add({{"queue", q}, {"state", state}}));
-    oldest_age_.Remove(&oldest_age_.Add({{"queue", q}}));
-    dead_letters_.Remove(&dead_letters_.Add({{"queue", q}}));
+  // its depth series rather than export a sample that no longer moves (a
+  // label another database led here still has keeps that one's numbers).
+  auto labels = std::move(h.sampled_labels);
+  h.sampled_labels.clear();
+  for (auto& [label, totals] : labels) {
+    bool elsewhere = false;
+    for (auto& other : health_)
+      elsewhere = elsewhere || other->sampled_labels.count(label) > 0;
+    if (elsewhere)
+      export_sample(label, total_of(label));
+    else
+      drop_sample(label);
   }
-  h.sampled_queues.clear();
   h.latest = queue_snapshot{};
 }
 
@@ -438,13 +454,14 @@ void prometheus_observer::recorded(const job_outcome& o, execution_result r) {
 }
 
 void prometheus_observer::rescued(const rescued_job& job) {
+  std::lock_guard<std::mutex> guard{mtx_};
   const char* reason = job.reason == rescue_reason::expired_callback
                          ? "expired_callback"
                          : job.reason == rescue_reason::deadline_exceeded
                              ? "deadline_exceeded"
                              : "stale_heartbeat";
   rescues_
-    .Add({{"queue", job.queue},
+    .Add({{"queue", queue_label(job.queue)},
           {"kind", kind_label(job.kind)},
           {"reason", reason},
           {"dead_lettered", job.dead_lettered ? "true" : "false"}})
@@ -479,32 +496,85 @@ void prometheus_observer::sampled(const queue_samples& samples) {
   sampled(*health_.front(), samples);
 }
 
+const std::string&
+prometheus_observer::queue_label(const std::string& queue) {
+  // Under mtx_.
+  if (auto i = own_queues_.find(queue); i != own_queues_.end())
+    return *i;
+  if (auto i = other_queues_.find(queue); i != other_queues_.end())
+    return *i;
+  if (other_queues_.size() < max_other_queues_)
+    return *other_queues_.insert(queue).first;
+  return other_queue_;
+}
+
+void prometheus_observer::export_sample(const std::string& queue,
+                                        const queue_sample& totals) {
+  // Under mtx_.
+  const int64_t counts[] = {totals.available, totals.scheduled,
+                            totals.running, totals.waiting_external};
+  for (size_t i = 0; i < std::size(sampled_states); ++i)
+    queue_jobs_.Add({{"queue", queue}, {"state", sampled_states[i]}})
+      .Set(static_cast<double>(counts[i]));
+  oldest_age_.Add({{"queue", queue}})
+    .Set(totals.available > 0 ? totals.oldest_available_age_seconds : 0.0);
+  dead_letters_.Add({{"queue", queue}})
+    .Set(static_cast<double>(totals.dead_lettered));
+  unserved_.Add({{"queue", queue}}).Set(static_cast<double>(totals.unserved));
+}
+
+void prometheus_observer::drop_sample(const std::string& queue) {
+  // Under mtx_.
+  for (auto* state : sampled_states)
+    queue_jobs_.Remove(&queue_jobs_.Add({{"queue", queue}, {"state", state}}));
+  oldest_age_.Remove(&oldest_age_.Add({{"queue", queue}}));
+  dead_letters_.Remove(&dead_letters_.Add({{"queue", queue}}));
+  unserved_.Remove(&unserved_.Add({{"queue", queue}}));
+}
+
+namespace {
+
+/// Adds `q` into `sum`: counts add up, the oldest age is the largest.
+void add_sample(queue_sample& sum, const queue_sample& q) {
+  sum.available += q.available;
+  sum.scheduled += q.scheduled;
+  sum.running += q.running;
+  sum.waiting_external += q.waiting_external;
+  sum.dead_lettered += q.dead_lettered;
+  sum.unserved += q.unserved;
+  if (q.available > 0)
+    sum.oldest_available_age_seconds = std::max(
+      sum.oldest_available_age_seconds, q.oldest_available_age_seconds);
+}
+
+} // namespace
+
+queue_sample prometheus_observer::total_of(const std::string& queue) const {
+  // Under mtx_.
+  queue_sample sum;
+  sum.queue = queue;
+  for (auto& h : health_)
+    if (auto i = h->sampled_labels.find(queue); i != h->sampled_labels.end())
+      add_sample(sum, i->second);
+  return sum;
+}
+
 void prometheus_observer::sampled(database_health& h,
                                   const queue_samples& samples) {
   std::lock_guard<std::mutex> guard{mtx_};
-  std::set<std::string> seen;
-  for (auto& q : samples) {
-    seen.insert(q.queue);
-    const int64_t counts[] = {q.available, q.scheduled, q.running,
-                              q.waiting_external};
-    for (size_t i = 0; i < 4; ++i)
-      queue_jobs_.Add({{"queue", q.queue}, {"state", sampled_states[i]}})
-        .Set(static_cast<double>(counts[i]));
-    oldest_age_.Add({{"queue", q.queue}})
-      .Set(q.available > 0 ? q.oldest_available_age_seconds : 0.0);
-    dead_letters_.Add({{"queue", q.queue}})
-      .Set(static_cast<double>(q.dead_lettered));
-  }
-  // A queue that emptied out is 0 now, not its last depth.
-  for (auto& gone : h.sampled_queues) {
-    if (seen.count(gone) > 0)
-      continue;
-    for (auto* state : sampled_states)
-      queue_jobs_.Add({{"queue", gone}, {"state", state}}).Set(0);
-    oldest_age_.Add({{"queue", gone}}).Set(0);
-    dead_letters_.Add({{"queue", gone}}).Set(0);
-  }
-  h.sampled_queues = std::move(seen);
+  // One series per label: the queues past the label cap add up in "other".
+  std::map<std::string, queue_sample> by_label;
+  for (auto& q : samples)
+    add_sample(by_label[queue_label(q.queue)], q);
+  auto before = std::move(h.sampled_labels);
+  h.sampled_labels = std::move(by_label);
+  for (auto& [label, totals] : h.sampled_labels)
+    export_sample(label, total_of(label));
+  // A queue that emptied out is 0 now (or what other databases still
+  // hold), not its last depth.
+  for (auto& [label, totals] : before)
+    if (h.sampled_labels.count(label) == 0)
+      export_sample(label, total_of(label));
   h.latest.queues = samples;
   h.latest.taken = std::chrono::system_clock::now();
 }

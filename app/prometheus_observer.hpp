@@ -4,9 +4,12 @@
 // `actor_worker_` prefix, base units, `_total` counters) and keeps the
 // node's health for /readyz.
 //
-// Labels are bounded: queue, kind (this node's kinds; any other kind, met
-// only in rescues of other nodes' jobs, is "other"), outcome, state,
-// operation. Never a job id, args, error text or attempt.
+// Labels are bounded: queue (this node's queues, plus the first
+// max_metric_queues other queues met in samples and rescues; any further
+// queue, which SQL can insert by the thousand, is "other"), kind (this
+// node's kinds; any other kind, met only in rescues of other nodes' jobs,
+// is "other"), outcome, state, operation. Never a job id, args, error text
+// or attempt.
 //
 // Metrics (docs/operations.md documents each):
 //   actor_worker_jobs_started_total{queue,kind}                counter
@@ -18,6 +21,7 @@
 //   actor_worker_queue_jobs{queue,state}                       gauge
 //   actor_worker_queue_oldest_job_age_seconds{queue}           gauge
 //   actor_worker_dead_letter_jobs{queue}                       gauge
+//   actor_worker_queue_unserved_jobs{queue}                    gauge
 //   actor_worker_jobs_running{queue}                           gauge
 //   actor_worker_queue_concurrency_limit{queue}                gauge
 //   actor_worker_queue_free_slots{queue}                       gauge
@@ -44,6 +48,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/observer.hpp"
 
 namespace prometheus {
@@ -100,9 +105,12 @@ public:
   /// increase. `databases`: the node's databases ("default" first: the
   /// one this observer's own health calls are about); each has its
   /// database_up and leader series, labelled `database`.
+  /// `max_other_queues`: queues outside `queues` that get their own
+  /// `queue` label (the first met); later ones are labelled "other".
   prometheus_observer(std::vector<std::string> kinds,
                       std::vector<std::string> queues, std::string version,
-                      std::vector<std::string> databases = {"default"});
+                      std::vector<std::string> databases = {"default"},
+                      int max_other_queues = defaults::max_metric_queues);
   ~prometheus_observer() override;
 
   /// The observer the actors of database `name` (one of the constructor's)
@@ -212,12 +220,31 @@ private:
   /// The label value for `kind`: itself when this node runs it, else
   /// "other".
   const std::string& kind_label(const std::string& kind) const;
+  /// The label value for `queue` (under mtx_): itself when this node
+  /// serves it or it already has its label, or while fewer than
+  /// max_other_queues_ others have theirs; else "other".
+  const std::string& queue_label(const std::string& queue);
+  /// Sets the sampled gauges of label `queue` to `totals` (under mtx_).
+  void export_sample(const std::string& queue, const queue_sample& totals);
+  /// Deletes the sampled series of label `queue` (under mtx_).
+  void drop_sample(const std::string& queue);
+  /// The sum of every database's sample of label `queue` (under mtx_):
+  /// a label ("other", or a queue name used in two databases) may gather
+  /// several.
+  queue_sample total_of(const std::string& queue) const;
   kind_series& series_of(const std::string& queue, const std::string& kind);
   queue_series& series_of(const std::string& queue);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::set<std::string, std::less<>> kinds_;
   std::string other_kind_ = "other";
+  /// The queues this node serves: always labelled by name.
+  std::set<std::string, std::less<>> own_queues_;
+  /// Under mtx_: the other queues labelled by name so far (never forgotten,
+  /// so a series keeps its label); at most max_other_queues_.
+  std::set<std::string, std::less<>> other_queues_;
+  size_t max_other_queues_;
+  std::string other_queue_ = "other";
 
   prometheus::Family<prometheus::Counter>& started_;
   prometheus::Family<prometheus::Counter>& executions_;
@@ -228,6 +255,7 @@ private:
   prometheus::Family<prometheus::Gauge>& queue_jobs_;
   prometheus::Family<prometheus::Gauge>& oldest_age_;
   prometheus::Family<prometheus::Gauge>& dead_letters_;
+  prometheus::Family<prometheus::Gauge>& unserved_;
   prometheus::Family<prometheus::Gauge>& running_;
   prometheus::Family<prometheus::Gauge>& limit_;
   prometheus::Family<prometheus::Gauge>& free_slots_;
@@ -246,9 +274,10 @@ private:
     std::atomic<int> schema{0};    // 0 not checked yet, 1 ok, -1 outdated
     prometheus::Gauge* up = nullptr;
     prometheus::Gauge* leader = nullptr;
-    /// Under mtx_: the queues of its last sample (a queue missing from the
-    /// next one is set to 0, not left at its old depth), and the sample.
-    std::set<std::string> sampled_queues;
+    /// Under mtx_: its last sample summed by queue label (a label missing
+    /// from the next one is set to 0, not left at its old depth), and the
+    /// sample as read (every queue by name, for the dashboard).
+    std::map<std::string, queue_sample> sampled_labels;
     queue_snapshot latest;
   };
   class database_view;

@@ -119,7 +119,8 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
     for (auto& part : parts)
       databases.push_back(part.first);
     observer_ = std::make_shared<prometheus_observer>(
-      reg->kinds(), std::move(queues), AW_VERSION, std::move(databases));
+      reg->kinds(), std::move(queues), AW_VERSION, std::move(databases),
+      cfg.metrics.max_metric_queues);
     std::shared_ptr<dashboard> dash;
     if (cfg.http.dashboard)
       dash = std::make_shared<dashboard>(

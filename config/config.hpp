@@ -244,6 +244,11 @@ struct metrics_config {
   /// the live jobs' indexes); 0 = never.
   std::chrono::milliseconds queue_stats_interval
     = defaults::queue_stats_interval;
+  /// Queues outside this node's configuration that get their own `queue`
+  /// label in /metrics (the first met, kept for the process's life); the
+  /// others are summed into queue="other", so SQL inserting many queue
+  /// names cannot make as many series.
+  int max_metric_queues = defaults::max_metric_queues;
 };
 
 /// [log]

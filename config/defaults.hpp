@@ -266,6 +266,17 @@ constexpr std::chrono::milliseconds backoff_max = 30s;
 /// queue_stats_interval).
 constexpr std::chrono::milliseconds queue_stats_interval = 15s;
 
+/// Queues not in the node's configuration that get their own `queue` label
+/// in /metrics ([metrics] max_metric_queues); the rest are summed into
+/// queue="other". The sampled gauges name every queue with jobs in the
+/// database, and any SQL client can insert a queue name: one INSERT of
+/// 100,000 names would otherwise make 100,000 series per gauge, enough to
+/// slow the scrape and the Prometheus behind it. 100 leaves room for the
+/// queues of the cluster's other nodes (the leader samples them all) while
+/// each sampled gauge stays within 100 + the node's own queues + 1 series;
+/// the node's own queues never count against it.
+constexpr int max_metric_queues = 100;
+
 /// The dashboard is served with the endpoint ([http] dashboard): a node
 /// with [http] listen shows its queues at / unless told not to.
 constexpr bool http_dashboard = true;

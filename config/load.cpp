@@ -1233,9 +1233,12 @@ runtime_config read_top_level(const toml::table& root,
     }
   }
   if (auto m = sub_table(source, root, "metrics", "")) {
-    reject_unknown(source, *m, "metrics.", {"queue_stats_interval"});
+    reject_unknown(source, *m, "metrics.",
+                   {"queue_stats_interval", "max_metric_queues"});
     read_duration(source, *m, "metrics.", "queue_stats_interval",
                   cfg.metrics.queue_stats_interval);
+    read_int(source, *m, "metrics.", "max_metric_queues",
+             cfg.metrics.max_metric_queues, 0, 100000);
   }
   if (auto l = sub_table(source, root, "log", "")) {
     reject_unknown(source, *l, "log.", {"format"});

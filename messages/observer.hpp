@@ -51,6 +51,9 @@ struct queue_sample {
   int64_t waiting_external = 0;
   /// Dead letters of the queue.
   int64_t dead_lettered = 0;
+  /// Of the available jobs, those whose kind no live process runs in this
+  /// queue (worker_nodes): they wait until one starts.
+  int64_t unserved = 0;
   /// Seconds since the oldest due available job became due; 0 when none.
   double oldest_available_age_seconds = 0;
 };

@@ -9,7 +9,8 @@
 namespace aw::storage {
 
 nlohmann::json queues_overview(pqxx::connection_base& conn,
-                               const std::vector<std::string>& also) {
+                               const std::vector<std::string>& also,
+                               std::chrono::milliseconds reclaim_window) {
   using nlohmann::json;
   std::map<std::string, json> by_queue;
   auto entry = [&](const std::string& queue) -> json& {
@@ -27,6 +28,7 @@ nlohmann::json queues_overview(pqxx::connection_base& conn,
                                   {"waiting_external", 0},
                                   {"dead_lettered", 0},
                                   {"oldest_available_age_seconds", 0.0},
+                                  {"unserved", 0},
                                   {"running_by_node", json::object()}};
   };
   for (auto& q : also)
@@ -39,7 +41,9 @@ nlohmann::json queues_overview(pqxx::connection_base& conn,
     for (auto& [key, value] : c.items())
       q[key] = value;
   }
-  for (const auto& row : tx.exec(sql::queue_samples)) {
+  for (const auto& row :
+       tx.exec_params(sql::queue_samples,
+                      static_cast<double>(reclaim_window.count()) / 1000.0)) {
     auto& q = entry(row["queue"].as<std::string>());
     auto state = row["state"].as<std::string>();
     auto jobs = row["jobs"].is_null() ? int64_t{0} : row["jobs"].as<int64_t>();

@@ -3,6 +3,7 @@
 // .sql) and the per-queue overview behind `actor-worker queues` and the
 // dashboard's Queues page.
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,12 @@ namespace aw::storage {
 ///   queue, paused, paused_at (text or null), global_concurrency (null =
 ///   none), rate_limit ("N/s", "N/m" or null), available, scheduled,
 ///   running, waiting_external, dead_lettered, oldest_available_age_seconds
-///   (0 with nothing available), running_by_node (object: node -> jobs).
+///   (0 with nothing available), unserved (available jobs whose kind no
+///   process seen within `reclaim_window` runs in the queue),
+///   running_by_node (object: node -> jobs).
 nlohmann::json queues_overview(pqxx::connection_base& conn,
-                               const std::vector<std::string>& also);
+                               const std::vector<std::string>& also,
+                               std::chrono::milliseconds reclaim_window);
 
 /// Whether `queue` is known to the database: a queue_controls row (every
 /// worker writes one per queue it serves at start), or any job or dead

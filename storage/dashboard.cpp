@@ -214,9 +214,11 @@ std::string failure_groups_json(pqxx::connection_base& conn, int64_t limit) {
       .as<std::string>();
 }
 
-queue_samples dashboard_queue_samples(pqxx::connection_base& conn) {
+queue_samples dashboard_queue_samples(pqxx::connection_base& conn,
+                                      std::chrono::milliseconds reclaim_window) {
   pqxx::read_transaction tx(conn);
-  return to_queue_samples(tx.exec_params(sql::queue_samples));
+  return to_queue_samples(tx.exec_params(
+    sql::queue_samples, static_cast<double>(reclaim_window.count()) / 1000.0));
 }
 
 int64_t count_dead_letters(pqxx::connection_base& conn,

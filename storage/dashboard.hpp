@@ -8,6 +8,7 @@
 //
 // Rows come back as JSON text, ready to serve.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -90,8 +91,9 @@ std::string failure_groups_json(pqxx::connection_base& conn, int64_t limit);
 
 /// One sample of every queue's depth, for the overview of a node that
 /// does not lead the cluster (the leader's maintenance samples for its
-/// own).
-queue_samples dashboard_queue_samples(pqxx::connection_base& conn);
+/// own); a process not seen for `reclaim_window` serves no job of it.
+queue_samples dashboard_queue_samples(pqxx::connection_base& conn,
+                                      std::chrono::milliseconds reclaim_window);
 
 /// How many dead letters match `filter` (before a bulk action).
 int64_t count_dead_letters(pqxx::connection_base& conn,

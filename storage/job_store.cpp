@@ -665,7 +665,7 @@ bool job_store::refresh_node(int64_t held, bool candidate) {
   auto rows = run(tx, "aw_node_refresh", opts_.worker_id, opts_.node,
                   opts_.host, static_cast<int>(::getpid()), opts_.version,
                   to_text_array_literal(opts_.queues), held,
-                  leader_lease_seconds(), candidate);
+                  leader_lease_seconds(), candidate, served_kinds_);
   // A worker holding nothing sends no heartbeat(): its claims in doubt
   // are taken back here (see heartbeat()).
   if (held == 0)
@@ -758,7 +758,8 @@ job_store::wait_times(const std::vector<int64_t>& jobs) {
 queue_samples job_store::sample_queues() {
   connect();
   pqxx::read_transaction tx(*conn_, "aw_queue_samples");
-  return to_queue_samples(run(tx, "aw_queue_samples"));
+  return to_queue_samples(run(tx, "aw_queue_samples",
+                              opts_.reclaim_window.count() / 1000.0));
 }
 
 std::vector<std::string> job_store::maintain_ring() {

@@ -200,7 +200,8 @@ public:
   wait_times(const std::vector<int64_t>& jobs);
 
   /// One sample of every queue's live jobs by state and its oldest due
-  /// job (storage/sql/queue_samples.sql), sorted by queue.
+  /// job (storage/sql/queue_samples.sql), sorted by queue; a process not
+  /// seen for the reclaim window serves no job of it (unserved).
   queue_samples sample_queues();
 
   /// The queue tables' housekeeping after a cleanup round: the ring

@@ -30,6 +30,8 @@ queue_samples to_queue_samples(const pqxx::result& rows) {
       q.waiting_external += jobs;
     } else if (state == "dead_lettered") {
       q.dead_lettered += jobs;
+    } else if (state == "unserved") {
+      q.unserved += jobs;
     }
   }
   queue_samples out;

@@ -12,7 +12,9 @@ class result;
 namespace aw::storage {
 
 /// The rows of queue_samples.sql (queue, state, jobs, oldest, oldest_age)
-/// folded into one sample per queue, sorted by queue.
+/// folded into one sample per queue, sorted by queue. The statement's one
+/// parameter is the reclaim window in seconds (a node not seen for it does
+/// not serve: see queue_sample::unserved).
 queue_samples to_queue_samples(const pqxx::result& rows);
 
 } // namespace aw::storage

@@ -35,7 +35,8 @@ int list_queues(const runtime_config& cfg, const std::string& database,
   for (auto& name : listed_databases(cfg, database)) {
     auto part = cfg.for_database(name);
     pqxx::connection conn{part.database.url};
-    auto some = aw::storage::queues_overview(conn, configured_queues(part));
+    auto some = aw::storage::queues_overview(conn, configured_queues(part),
+                                             cfg.worker.reclaim_window);
     for (auto& row : some) {
       if (cfg.sharded())
         row["database"] = name;
@@ -69,7 +70,8 @@ int list_queues(const runtime_config& cfg, const std::string& database,
               << "  oldest_available "
               << static_cast<int64_t>(
                    q["oldest_available_age_seconds"].get<double>())
-              << "s  global_concurrency " << limit(q["global_concurrency"])
+              << "s  unserved " << q["unserved"].get<int64_t>()
+              << "  global_concurrency " << limit(q["global_concurrency"])
               << "  rate_limit " << limit(q["rate_limit"])
               << "  running_by_node " << aw::printable(nodes.empty() ? "-" : nodes)
               << "\n";

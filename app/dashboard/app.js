@@ -397,8 +397,14 @@
       const cell = (state) => el('td', {class: 'num c-' + state, 'data-value': q[state]},
         q[state] > 0 ? link(state === 'dead_lettered' ? hashOf('dead-letters', {queue: q.queue})
           : hashOf('jobs', {queue: q.queue, state: state}), num(q[state])) : '0');
+      // Jobs of kinds no live worker runs here wait forever: say so on the row.
+      const unserved = q.unserved > 0
+        ? [' ', el('span', {class: 'badge state-dead_lettered unserved', 'data-value': q.unserved,
+          title: 'due jobs of kinds no live worker runs in this queue: start a worker for them, or delete them'},
+          num(q.unserved) + ' unserved')]
+        : [];
       return el('tr', {'data-queue': q.queue},
-        el('td', null, link(hashOf('jobs', {queue: q.queue}), q.queue)),
+        el('td', null, link(hashOf('jobs', {queue: q.queue}), q.queue), ...unserved),
         cell('available'), cell('scheduled'), cell('running'), cell('waiting_external'), cell('dead_lettered'),
         el('td', {class: 'num c-age'}, age(q.oldest_available_age_seconds)),
         el('td', {class: 'num c-done'}, num(throughputTotals(tp, q.queue, 'completed', 60 / tp.bucket_seconds))),

@@ -6,29 +6,45 @@
 --   rows:  jobs off the lanes, by their partial indexes;
 --   running: the unfinished jobs of the open lane batches, and the
 --           running rows.
+-- State 'unserved' counts the due available jobs whose kind no live
+-- process runs in their queue (they would wait forever): live is not gone
+-- (left_at) and seen within the reclaim window ($1 s); `kinds` NULL runs
+-- every kind (as storage/sql/kind_unserved.sql decides for one job).
+-- `ready` is read twice and MATERIALIZED: the lanes are scanned once.
 WITH lanes AS (
   SELECT k.queue, k.priority, p.*
     FROM actor_worker_lanes() AS k
     LEFT JOIN LATERAL actor_worker_lane_position(k.queue, k.priority) AS p ON true
 ), lane_ready AS (
-  SELECT l.queue, count(j.id) AS jobs, min(j.run_at) AS oldest
+  SELECT l.queue, j.kind, count(j.id) AS jobs, min(j.run_at) AS oldest
     FROM lanes AS l
     JOIN LATERAL (
-      SELECT x.id, x.run_at FROM jobs AS x
+      SELECT x.id, x.kind, x.run_at FROM jobs AS x
        WHERE x.queue = l.queue AND x.priority = l.priority AND x.ready_xid <> '0'
          AND (l.tick_lo IS NULL OR x.ready_xid >= pg_snapshot_xmax(l.tick_lo)
               OR x.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip(l.tick_lo))))
          AND NOT actor_worker_handed_out(x.ready_xid, x.id, l.tick_lo, l.tick_hi,
                                          l.to_xid, l.to_id)) AS j ON true
-   GROUP BY l.queue
+   GROUP BY l.queue, j.kind
+), ready (queue, kind, jobs, oldest) AS MATERIALIZED (
+  SELECT queue, kind, jobs, oldest FROM lane_ready
+  UNION ALL
+  SELECT queue, kind, count(*), min(run_at) FROM jobs
+   WHERE ready_xid = '0' AND state IN ('available', 'scheduled') AND run_at <= now()
+   GROUP BY queue, kind
+), live_nodes AS (
+  SELECT w.queues, w.kinds FROM worker_nodes AS w
+   WHERE w.left_at IS NULL
+     AND w.last_seen_at >= now() - make_interval(secs => $1::double precision)
 ), samples (queue, state, jobs, oldest) AS (
-  SELECT queue, 'available', sum(jobs)::bigint, min(oldest) FROM (
-    SELECT queue, jobs, oldest FROM lane_ready
-    UNION ALL
-    SELECT queue, count(*), min(run_at) FROM jobs
-     WHERE ready_xid = '0' AND state IN ('available', 'scheduled') AND run_at <= now()
-     GROUP BY queue) AS ready
+  SELECT queue, 'available', sum(jobs)::bigint, min(oldest) FROM ready
    GROUP BY queue
+  UNION ALL
+  SELECT r.queue, 'unserved', sum(r.jobs)::bigint, NULL FROM ready AS r
+   WHERE NOT EXISTS (SELECT FROM live_nodes AS w
+                      WHERE r.queue = ANY (w.queues)
+                        AND (w.kinds IS NULL OR r.kind = ANY (w.kinds)))
+   GROUP BY r.queue
   UNION ALL
   SELECT queue, 'scheduled', count(*), NULL FROM jobs
    WHERE ready_xid = '0' AND state IN ('available', 'scheduled') AND run_at > now()

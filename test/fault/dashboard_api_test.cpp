@@ -300,6 +300,9 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   BOOST_TEST(queues["elsewhere"]["oldest_available_age_seconds"].get<double>()
              > 0);
   BOOST_TEST(queues["elsewhere"]["here"].is_null());
+  // No node serves "elsewhere": its due jobs are unserved; default's are not.
+  BOOST_TEST(queues["elsewhere"]["unserved"] == 7);
+  BOOST_TEST(queues["default"]["unserved"] == 0);
   BOOST_TEST(queues["default"]["here"]["concurrency"] == 10);
   BOOST_TEST(queues["default"]["paused"] == false);
   int64_t completed = 0;

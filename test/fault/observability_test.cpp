@@ -211,6 +211,9 @@ BOOST_AUTO_TEST_CASE(metrics_pass_promtool_and_match_the_database) {
   BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"default\",state=\"scheduled\"}") == 5);
   BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"elsewhere\",state=\"available\"}") == 3);
   BOOST_TEST(value_of(m, "actor_worker_queue_oldest_job_age_seconds{queue=\"elsewhere\"}") > 0);
+  // No node serves "elsewhere"; default's kinds are this node's.
+  BOOST_TEST(value_of(m, "actor_worker_queue_unserved_jobs{queue=\"elsewhere\"}") == 3);
+  BOOST_TEST(value_of(m, "actor_worker_queue_unserved_jobs{queue=\"default\"}") == 0);
   BOOST_TEST(value_of(m, "actor_worker_queue_concurrency_limit{queue=\"default\"}") == 10);
   // No error text, args or ids in the labels.
   BOOST_TEST(!contains(m, "luck"));

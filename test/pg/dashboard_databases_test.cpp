@@ -314,6 +314,7 @@ BOOST_AUTO_TEST_CASE(every_route_reads_and_acts_on_the_database_it_names) {
              == (std::set<std::string>{"orders"}));
   BOOST_TEST(overview["queues"][0]["paused"] == true);
   BOOST_TEST(overview["queues"][0]["here"]["concurrency"] == 2);
+  BOOST_TEST(overview["queues"][0]["unserved"] == 0);
   BOOST_TEST(overview["database"] == "orders");
   BOOST_TEST(overview["ready"].is_object());
   BOOST_TEST(!overview["throughput"]["queues"].contains("default"));

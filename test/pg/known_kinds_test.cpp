@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <thread>
 #include <string>
@@ -159,6 +160,74 @@ BOOST_AUTO_TEST_CASE(a_store_told_no_kinds_claims_every_kind) {
   opts.worker_id = "all-kinds";
   job_store store{opts};
   BOOST_TEST(claim_all(store, 3).jobs.size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(queue_samples_count_due_jobs_no_live_node_runs_as_unserved) {
+  aw::test::fresh_database db;
+  // default: 3 lane jobs of a kind a live node runs, 2 of a kind none runs,
+  // and off the lanes one more of it due and one not due yet (scheduled,
+  // not counted). mail: 4 jobs nobody serves at all.
+  enqueue_n(db, 3, "served");
+  enqueue_n(db, 2, "bogus");
+  db.exec("INSERT INTO jobs (kind, run_at) VALUES "
+          "('bogus', now() - interval '1 second'), "
+          "('bogus', now() + interval '1 hour')");
+  aw::insert_options mail;
+  mail.queue = "mail";
+  enqueue_n(db, 4, "anything", mail);
+  // The live node registers the kinds it runs with its row; a node that
+  // left and one not seen for the reclaim window ran `bogus`: neither
+  // serves.
+  aw::storage::job_store_options opts;
+  opts.url = db.url;
+  opts.worker_id = "live:1";
+  opts.node = "live";
+  opts.queues = {"default"};
+  opts.completed_retention = 1h;
+  job_store node{opts};
+  node.serve({"served"});
+  node.refresh_node(0, false);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM worker_nodes WHERE worker_id = "
+                       "'live:1' AND kinds = '{served}'")
+             == 1);
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues, kinds, left_at) VALUES ('gone:1', 'gone', 'h', 1, 'v', "
+          "'{default,mail}', '{bogus,anything}', now())");
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues, kinds, last_seen_at) VALUES ('stale:1', 'stale', 'h', 1, "
+          "'v', '{default,mail}', '{bogus,anything}', now() - interval '1 day')");
+  auto by_queue = [&] {
+    std::map<std::string, aw::queue_sample> out;
+    for (auto& q : node.sample_queues())
+      out[q.queue] = q;
+    return out;
+  };
+  auto s = by_queue();
+  BOOST_TEST(s["default"].available == 6);
+  BOOST_TEST(s["default"].unserved == 3);
+  BOOST_TEST(s["mail"].available == 4);
+  BOOST_TEST(s["mail"].unserved == 4);
+  // Jobs the live node's claim set aside are off their lane now: still
+  // counted, once.
+  auto claimed = node.claim("default", 10, int64_t{1} << 30, 0);
+  BOOST_TEST(claimed.jobs.size() == 3u);
+  s = by_queue();
+  BOOST_TEST(s["default"].available == 3);
+  BOOST_TEST(s["default"].unserved == 3);
+  // A node registering no kind list (kinds NULL) runs every kind of its
+  // queues.
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues) VALUES ('all:1', 'all', 'h', 1, 'v', '{mail}')");
+  s = by_queue();
+  BOOST_TEST(s["mail"].unserved == 0);
+  BOOST_TEST(s["default"].unserved == 3);
+  // Once a live node runs `bogus` in default, nothing there is unserved.
+  db.exec("INSERT INTO worker_nodes (worker_id, node, host, pid, version, "
+          "queues, kinds) VALUES ('new:1', 'new', 'h', 1, 'v', '{default}', "
+          "'{bogus}')");
+  s = by_queue();
+  BOOST_TEST(s["default"].unserved == 0);
+  BOOST_TEST(s["default"].available == 3);
 }
 
 BOOST_AUTO_TEST_CASE(rolling_deploy_an_old_node_leaves_new_kinds_to_a_new_one) {

@@ -297,6 +297,8 @@ BOOST_AUTO_TEST_CASE(queues_cli_lists_pauses_resumes_and_refuses_unknown_queues)
   BOOST_TEST(mail["global_concurrency"].get<int>() == 2);
   BOOST_TEST(mail["rate_limit"].is_null());
   BOOST_TEST(mail["oldest_available_age_seconds"].get<double>() >= 0.0);
+  // No live worker_nodes row serves mail: every available job waits.
+  BOOST_TEST(mail["unserved"].get<int>() == 4);
 
   auto paused = aw::test::run_binary("queues pause mail", db.url);
   BOOST_TEST(paused.exit_code == 0, paused.err);
@@ -305,6 +307,7 @@ BOOST_AUTO_TEST_CASE(queues_cli_lists_pauses_resumes_and_refuses_unknown_queues)
   auto text = aw::test::run_binary("queues", db.url);
   BOOST_TEST(text.exit_code == 0, text.err);
   BOOST_TEST(aw::test::contains(text.out, "mail  PAUSED since"), text.out);
+  BOOST_TEST(aw::test::contains(text.out, "  unserved 4  "), text.out);
 
   auto unknown = aw::test::run_binary("queues pause nosuchqueue", db.url);
   BOOST_TEST(unknown.exit_code == 1);

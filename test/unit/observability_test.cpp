@@ -4,6 +4,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -30,6 +33,26 @@ std::string error_of(const std::string& text) {
 
 double value_of(const std::string& scrape, const std::string& series) {
   return aw_test::metric_value(scrape, series);
+}
+
+/// The series of metric `name` in `scrape`: their `queue` label value ->
+/// the sum of their values.
+std::map<std::string, double> by_queue_label(const std::string& scrape,
+                                             const std::string& name) {
+  std::map<std::string, double> out;
+  std::istringstream in{scrape};
+  std::string line;
+  const std::regex series{"([a-z_]+)\\{(.*)\\} (.*)"};
+  const std::regex queue{"queue=\"([^\"]*)\""};
+  std::smatch m;
+  std::smatch q;
+  while (std::getline(in, line))
+    if (std::regex_match(line, m, series) && m[1] == name) {
+      auto labels = m[2].str();
+      if (std::regex_search(labels, q, queue))
+        out[q[1]] += std::stod(m[3]);
+    }
+  return out;
 }
 
 aw::job_outcome outcome(aw::outcome_kind kind, const std::string& queue,
@@ -73,12 +96,14 @@ BOOST_AUTO_TEST_SUITE(observability_test)
 BOOST_AUTO_TEST_CASE(http_metrics_and_log_sections_are_read_and_checked) {
   auto cfg = aw::parse_config("[http]\nlisten = \"127.0.0.1:9464\"\n"
                               "[metrics]\nqueue_stats_interval = \"5s\"\n"
+                              "max_metric_queues = 7\n"
                               "[log]\nformat = \"json\"\n",
                               "worker.toml");
   BOOST_TEST(cfg.http.listen == "127.0.0.1:9464");
   BOOST_TEST(cfg.http.host() == "127.0.0.1");
   BOOST_TEST(cfg.http.port() == 9464);
   BOOST_TEST(cfg.metrics.queue_stats_interval.count() == 5000);
+  BOOST_TEST(cfg.metrics.max_metric_queues == 7);
   BOOST_TEST(cfg.log.format == "json");
   auto v6 = aw::parse_config("[http]\nlisten = \"[::1]:80\"\n", "worker.toml");
   BOOST_TEST(v6.http.host() == "::1");
@@ -87,6 +112,9 @@ BOOST_AUTO_TEST_CASE(http_metrics_and_log_sections_are_read_and_checked) {
   BOOST_TEST(defaults.http.listen.empty());
   BOOST_TEST(defaults.log.format == "text");
   BOOST_TEST(defaults.metrics.queue_stats_interval.count() == 15000);
+  BOOST_TEST(defaults.metrics.max_metric_queues == 100);
+  auto negative = error_of("[metrics]\nmax_metric_queues = -1\n");
+  BOOST_TEST(contains(negative, "metrics.max_metric_queues"), negative);
 
   auto bad_port = error_of("[http]\nlisten = \"127.0.0.1:99999\"\n");
   BOOST_TEST(contains(bad_port, "worker.toml:2"), bad_port);
@@ -174,6 +202,118 @@ BOOST_AUTO_TEST_CASE(a_queue_gone_from_the_sample_reads_zero) {
   BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"a\",state=\"available\"}") == 0);
   BOOST_TEST(value_of(m, "actor_worker_queue_oldest_job_age_seconds{queue=\"a\"}") == 0);
   BOOST_TEST(value_of(m, "actor_worker_dead_letter_jobs{queue=\"a\"}") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(unserved_jobs_are_a_gauge_per_queue) {
+  aw::prometheus_observer obs{{}, {"mail"}, "1"};
+  obs.leadership(true);
+  aw::queue_sample a;
+  a.queue = "mail";
+  a.available = 5;
+  a.unserved = 3;
+  aw::queue_sample b;
+  b.queue = "reports";
+  b.available = 2;
+  obs.sampled({a, b});
+  auto m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_queue_unserved_jobs{queue=\"mail\"}") == 3);
+  BOOST_TEST(value_of(m, "actor_worker_queue_unserved_jobs{queue=\"reports\"}") == 0);
+  // Served again (or deleted): 0, like the other sampled gauges.
+  obs.sampled({b});
+  m = obs.scrape();
+  BOOST_TEST(value_of(m, "actor_worker_queue_unserved_jobs{queue=\"mail\"}") == 0);
+  // No longer leading: the series go with the other sampled ones.
+  obs.sampled({a, b});
+  obs.leadership(false);
+  m = obs.scrape();
+  BOOST_TEST(!contains(m, "actor_worker_queue_unserved_jobs{"));
+  BOOST_TEST(!contains(m, "actor_worker_queue_jobs{"));
+}
+
+BOOST_AUTO_TEST_CASE(queue_labels_are_bounded_and_the_rest_add_up_in_other) {
+  // A configured queue that sorts after every sampled one still has its
+  // label; 1,000 queues inserted by SQL give at most the cap more.
+  const int cap = aw::defaults::max_metric_queues;
+  aw::prometheus_observer obs{{"noop"}, {"zz-mine"}, "1"};
+  obs.leadership(true);
+  aw::queue_samples samples;
+  int64_t available = 0;
+  int64_t dead = 0;
+  int64_t unserved = 0;
+  double oldest_past_cap = 0;
+  for (int i = 0; i < 1000; ++i) {
+    aw::queue_sample q;
+    char name[16];
+    std::snprintf(name, sizeof name, "q%04d", i);
+    q.queue = name;
+    q.available = i % 7 + 1;
+    q.scheduled = 1;
+    q.dead_lettered = i % 3;
+    q.unserved = i % 2;
+    q.oldest_available_age_seconds = i;
+    available += q.available;
+    dead += q.dead_lettered;
+    unserved += q.unserved;
+    if (i >= cap)
+      oldest_past_cap = std::max(oldest_past_cap, q.oldest_available_age_seconds);
+    samples.push_back(q);
+  }
+  aw::queue_sample mine;
+  mine.queue = "zz-mine";
+  mine.available = 4;
+  available += 4;
+  samples.push_back(mine);
+  obs.sampled(samples);
+  auto m = obs.scrape();
+  auto jobs = by_queue_label(m, "actor_worker_queue_jobs");
+  BOOST_TEST(jobs.size() <= static_cast<size_t>(cap) + 1 + 1);
+  BOOST_TEST(jobs.count("zz-mine") == 1u);
+  BOOST_TEST(jobs.count("q0000") == 1u);
+  BOOST_TEST(jobs.count("other") == 1u);
+  BOOST_TEST(jobs.count("q0999") == 0u);
+  for (auto* family : {"actor_worker_queue_oldest_job_age_seconds",
+                       "actor_worker_dead_letter_jobs",
+                       "actor_worker_queue_unserved_jobs"})
+    BOOST_TEST(by_queue_label(m, family).size() == jobs.size(), family);
+  // The sums add up; the oldest age of "other" is its queues' largest.
+  double exported = 0;
+  for (auto& [label, v] : by_queue_label(m, "actor_worker_queue_jobs"))
+    exported += v;
+  BOOST_TEST(exported == static_cast<double>(available + 1000)); // + scheduled
+  double exported_dead = 0;
+  for (auto& [label, v] : by_queue_label(m, "actor_worker_dead_letter_jobs"))
+    exported_dead += v;
+  BOOST_TEST(exported_dead == static_cast<double>(dead));
+  double exported_unserved = 0;
+  for (auto& [label, v] : by_queue_label(m, "actor_worker_queue_unserved_jobs"))
+    exported_unserved += v;
+  BOOST_TEST(exported_unserved == static_cast<double>(unserved));
+  BOOST_TEST(value_of(m, "actor_worker_queue_oldest_job_age_seconds{queue=\"other\"}")
+             == oldest_past_cap);
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"zz-mine\",state=\"available\"}") == 4);
+  // A rescue in a queue past the cap is counted under "other" too; one
+  // with a label keeps it.
+  aw::rescued_job r;
+  r.kind = "noop";
+  r.queue = "q0500";
+  obs.rescued(r);
+  r.queue = "q0001";
+  obs.rescued(r);
+  m = obs.scrape();
+  BOOST_TEST(!contains(m, "q0500"));
+  BOOST_TEST(value_of(m, "actor_worker_jobs_rescued_total{dead_lettered=\"false\",kind=\"noop\",queue=\"other\",reason=\"stale_heartbeat\"}") == 1);
+  BOOST_TEST(value_of(m, "actor_worker_jobs_rescued_total{dead_lettered=\"false\",kind=\"noop\",queue=\"q0001\",reason=\"stale_heartbeat\"}") == 1);
+  // New names later do not get labels either: the set is bounded for the
+  // life of the process; the labelled queues keep theirs.
+  aw::queue_sample late;
+  late.queue = "a-late-one";
+  late.available = 9;
+  obs.sampled({late});
+  m = obs.scrape();
+  BOOST_TEST(!contains(m, "a-late-one"));
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"other\",state=\"available\"}") == 9);
+  BOOST_TEST(value_of(m, "actor_worker_queue_jobs{queue=\"q0000\",state=\"available\"}") == 0);
+  BOOST_TEST(by_queue_label(m, "actor_worker_queue_jobs").size() <= static_cast<size_t>(cap) + 2);
 }
 
 BOOST_AUTO_TEST_CASE(ready_needs_the_database_the_schema_and_no_drain) {
