@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fault_fixture.hpp"
+#include "support/recorded_starts.hpp"
 
 using namespace std::chrono_literals;
 using namespace aw::fault;
@@ -39,9 +40,7 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
                          "AND locked_by LIKE 'A:%'")
                  == jobs
                && db.scalar("SELECT count(*) FROM job_executions") == jobs
-               && db.scalar("SELECT count(DISTINCT i) FROM job_starts, "
-                            "unnest(ids) AS i")
-                    == jobs;
+               && db.scalar(aw::test::recorded_starts_sql) == jobs;
       },
       60s),
     "the jobs did not all start running under worker A");
@@ -155,8 +154,8 @@ BOOST_AUTO_TEST_CASE(kill_9_charges_only_the_jobs_whose_handler_started) {
         held = db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                          "AND locked_by LIKE 'A:%'");
         return held > 10 * concurrency
-               && db.scalar("SELECT count(DISTINCT i) FROM job_starts, unnest(ids) "
-                            "AS i WHERE i IN (" + long_ids + ")") == 2;
+               && db.scalar(std::string{aw::test::recorded_starts_sql}
+                            + " WHERE i IN (" + long_ids + ")") == 2;
       },
       60s),
     "worker A never held ten times its concurrency with both long runs "

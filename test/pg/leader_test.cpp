@@ -19,6 +19,7 @@
 #include "cli_process.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
+#include "support/recorded_starts.hpp"
 
 using namespace std::chrono_literals;
 using aw::storage::job_store;
@@ -217,9 +218,7 @@ BOOST_AUTO_TEST_CASE(a_killed_leader_is_replaced_within_the_reclaim_window) {
       return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                        "AND locked_by LIKE 'a:%'")
                == 6
-             && db.scalar("SELECT count(DISTINCT i) FROM job_starts, "
-                          "unnest(ids) AS i")
-                  == 6;
+             && db.scalar(aw::test::recorded_starts_sql) == 6;
     },
     30s));
   procs.front()->signal(SIGKILL);

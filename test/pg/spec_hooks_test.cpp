@@ -33,6 +33,7 @@
 #include "pg_helpers.hpp"
 #include "worker_node.hpp"
 #include "lifecycle_helpers.hpp"
+#include "support/recorded_starts.hpp"
 
 using namespace std::chrono_literals;
 using aw::event_type;
@@ -479,7 +480,7 @@ BOOST_AUTO_TEST_CASE(stale_outcomes_of_jobs_reclaimed_under_their_handlers_fire_
   // ...and the node recorded that they did (a rescue charges only those).
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      return s.scalar("SELECT count(DISTINCT i) FROM job_starts, unnest(ids) AS i")
+      return s.scalar(aw::test::recorded_starts_sql)
              == static_cast<int64_t>(ids.size());
     },
     patience));
