@@ -94,8 +94,8 @@ constexpr std::chrono::milliseconds dead_letter_retention{0};
 /// queue tables' dead tuples.
 constexpr std::chrono::milliseconds maintenance_interval = 10s;
 
-/// Maintenance vacuums a small queue table (job_lanes, worker_nodes,
-/// queue_controls, the ring's kept partitions ...: storage/sql/dead_tuples.sql)
+/// Maintenance vacuums a small queue table (worker_nodes, queue_controls,
+/// jobs_unique ...: storage/sql/dead_tuples.sql)
 /// once its dead tuples pass both bounds: a count, and a share of its live
 /// rows. Autovacuum's own trigger (20% of the table, checked at most once
 /// a minute) lets such tables pile up dead tuples for minutes. The ring's
@@ -119,6 +119,13 @@ constexpr std::chrono::milliseconds ring_period_max = 6h;
 /// empties before it gives up until the next round: every claim and
 /// completion waits behind that lock request, so never long.
 constexpr std::chrono::milliseconds ring_lock_timeout = 100ms;
+
+/// The most jobs one round of the ring's retention carries from the slot
+/// it empties into the current slot (the jobs that slot still needs).
+/// The slot's lock stops every claim while it carries them, about a
+/// second per 10,000; a slot with more (a backlog) is emptied over several
+/// rounds, while the claims shrink what is left.
+constexpr int ring_max_carried = 10000;
 
 /// The ring's retention holds its slot's tables ACCESS EXCLUSIVE until it
 /// commits, which stops every claim: should the leader vanish between the

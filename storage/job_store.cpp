@@ -152,7 +152,6 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_dead_letter", sql::dead_letter},
     {"aw_release", sql::release},
     {"aw_cleanup", sql::cleanup},
-    {"aw_cleanup_batches", sql::cleanup_batches},
     {"aw_close_batches", sql::close_batches},
     {"aw_dead_tuples", sql::dead_tuples},
     {"aw_recycle", sql::recycle},
@@ -645,7 +644,6 @@ int64_t job_store::delete_expired(int batch) {
   auto result = run(tx, "aw_cleanup", seconds, batch);
   int64_t deleted = result.affected_rows();
   run(tx, "aw_close_batches", batch);
-  run(tx, "aw_cleanup_batches", seconds, batch);
   if (opts_.dead_letter_retention.count() > 0) {
     double dead_seconds = opts_.dead_letter_retention.count() / 1000.0;
     deleted += run(tx, "aw_cleanup_dead_letters", dead_seconds, batch)
@@ -762,7 +760,7 @@ queue_samples job_store::sample_queues() {
                               opts_.reclaim_window.count() / 1000.0));
 }
 
-std::vector<std::string> job_store::maintain_ring() {
+std::vector<std::string> job_store::maintain_ring(int max_carried) {
   connect();
   std::vector<std::string> done;
   const auto retention = opts_.completed_retention;
@@ -798,7 +796,7 @@ std::vector<std::string> job_store::maintain_ring() {
                    "set_config('idle_in_transaction_session_timeout', $2, true)",
                    lock_timeout,
                    std::to_string(defaults::ring_idle_timeout.count()) + "ms");
-    auto r = run(tx, "aw_recycle", retention.count() / 1000.0);
+    auto r = run(tx, "aw_recycle", retention.count() / 1000.0, max_carried);
     tx.commit();
     if (!r.empty() && !r[0]["done"].is_null())
       done.push_back(r[0]["done"].as<std::string>());
@@ -835,9 +833,17 @@ std::vector<std::string> job_store::vacuum(int64_t min_dead, double share) {
     for (const auto& row : run(tx, "aw_dead_tuples")) {
       auto dead = row["n_dead_tup"].as<int64_t>();
       auto live = row["n_live_tup"].as<int64_t>();
-      if (dead >= min_dead
-          && static_cast<double>(dead) >= share * static_cast<double>(live))
-        vacuumed.push_back(row["relname"].as<std::string>());
+      auto name = row["relname"].as<std::string>();
+      auto before = dead_when_vacuumed_.find(name);
+      // Dead tuples that did not go at the last vacuum are held by an open
+      // transaction: wait until as many again have come.
+      bool grown = before == dead_when_vacuumed_.end() || dead < before->second
+                   || dead >= before->second + min_dead;
+      if (grown && dead >= min_dead
+          && static_cast<double>(dead) >= share * static_cast<double>(live)) {
+        vacuumed.push_back(name);
+        dead_when_vacuumed_[name] = dead;
+      }
     }
   }
   // The names come from the fixed list above, never from input. VACUUM

@@ -13,11 +13,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/job.hpp"
 #include "actor_worker/messages/observer.hpp"
 #include "actor_worker/storage/backend.hpp"
@@ -207,15 +209,21 @@ public:
   /// The queue tables' housekeeping after a cleanup round: the ring
   /// (maintain_ring), then a vacuum of each small queue table whose dead
   /// tuples passed `min_dead` and `share` of its live rows. Returns what it
-  /// did, one line each ("vacuumed jobs_kept", "emptied ring slot 3 ...").
+  /// did, one line each ("vacuumed jobs_unique", "emptied ring slot 3 ...").
+  /// A table vacuumed before is vacuumed again only once its dead tuples
+  /// grew by `min_dead` since: while a transaction is open, a vacuum
+  /// removes none of them, and repeating it every round only costs.
   std::vector<std::string> vacuum(int64_t min_dead, double share);
 
   /// The ring (docs/storage.md): sets its period from completed_retention
   /// (defaults::ring_period_share of it, within defaults::ring_period_min
   /// and _max) and empties the slot that came due. A lock it cannot get
-  /// within defaults::ring_lock_timeout waits for the next round. Returns
-  /// what it did.
-  std::vector<std::string> maintain_ring();
+  /// within defaults::ring_lock_timeout waits for the next round; a round
+  /// carries at most `max_carried` jobs the slot still needs into the
+  /// current slot, and empties the slot once fewer were left. Returns what
+  /// it did.
+  std::vector<std::string>
+  maintain_ring(int max_carried = defaults::ring_max_carried);
 
   /// The connection, for the schema check. Connects first.
   pqxx::connection_base& connection();
@@ -240,6 +248,8 @@ private:
   /// Text array literal of the served kinds; "" for every kind.
   std::string served_kinds_;
   follow_up_function follow_ups_;
+  /// Each table vacuum() vacuumed, and its dead tuples when it did.
+  std::map<std::string, int64_t> dead_when_vacuumed_;
   // pqxx::connection is a typedef (not forward-declarable) and its base has
   // no virtual destructor: the deleter, defined in the .cpp, knows the type.
   using connection_deleter = void (*)(pqxx::connection_base*);

@@ -3,5 +3,4 @@
 SELECT relname, n_dead_tup, n_live_tup FROM pg_stat_user_tables
  WHERE schemaname = current_schema()
    AND relname IN ('worker_nodes', 'queue_controls',
-                   'queue_starts', 'jobs_unique', 'jobs_kept',
-                   'job_batches_kept', 'batch_receipts_kept', 'job_ring')
+                   'queue_starts', 'jobs_unique', 'job_starts', 'job_ring')

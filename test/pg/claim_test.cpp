@@ -334,16 +334,16 @@ BOOST_AUTO_TEST_CASE(release_returns_running_jobs_to_available_without_charge) {
 
 BOOST_AUTO_TEST_CASE(delete_expired_deletes_only_finished_rows_past_the_retention) {
   aw::test::fresh_database db;
-  // Rows that outlived their ring slot (jobs_kept: slot -1), off the lanes:
-  // retention deletes them row by row (the ring's slots go whole).
-  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, created_at, slot, ready_xid) VALUES "
-          "(1, 'noop', 'completed', now() - interval '2 hours', now() - interval '3 hours', -1, '0'),"
-          "(2, 'noop', 'completed', now() - interval '30 minutes', now() - interval '3 hours', -1, '0'),"
-          "(3, 'noop', 'cancelled', now() - interval '2 hours', now() - interval '3 hours', -1, '0'),"
-          "(4, 'noop', 'available', NULL, now() - interval '3 hours', -1, '0'),"
-          "(5, 'noop', 'scheduled', NULL, now() - interval '3 hours', -1, '0')");
-  db.exec("INSERT INTO jobs (id, kind, state, batch_id, created_at, slot, ready_xid) "
-          "VALUES (6, 'noop', 'running', 2, now() - interval '3 hours', -1, '0')");
+  // Unique jobs (jobs_unique, outside the ring): retention deletes them
+  // row by row (the ring's slots go whole).
+  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, created_at, unique_key, ready_xid) VALUES "
+          "(1, 'noop', 'completed', now() - interval '2 hours', now() - interval '3 hours', 'k1', '0'),"
+          "(2, 'noop', 'completed', now() - interval '30 minutes', now() - interval '3 hours', 'k2', '0'),"
+          "(3, 'noop', 'cancelled', now() - interval '2 hours', now() - interval '3 hours', 'k3', '0'),"
+          "(4, 'noop', 'available', NULL, now() - interval '3 hours', 'k4', '0'),"
+          "(5, 'noop', 'scheduled', NULL, now() - interval '3 hours', 'k5', '0')");
+  db.exec("INSERT INTO jobs (id, kind, state, batch_id, created_at, unique_key, ready_xid) "
+          "VALUES (6, 'noop', 'running', 2, now() - interval '3 hours', 'k6', '0')");
   auto store = make_store(db, "w1", 1h);
   BOOST_TEST(store.delete_expired(100) == 2);
   aw::test::db_session s{db.url};
@@ -356,8 +356,8 @@ BOOST_AUTO_TEST_CASE(delete_expired_deletes_only_finished_rows_past_the_retentio
 
 BOOST_AUTO_TEST_CASE(delete_expired_deletes_at_most_one_batch_oldest_first) {
   aw::test::fresh_database db;
-  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, slot, ready_xid) "
-          "SELECT i, 'noop', 'completed', now() - (i || ' hours')::interval, -1, '0' "
+  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, unique_key, ready_xid) "
+          "SELECT i, 'noop', 'completed', now() - (i || ' hours')::interval, 'k' || i, '0' "
           "FROM generate_series(2, 6) AS i");
   auto store = make_store(db, "w1", 1h);
   BOOST_TEST(store.delete_expired(2) == 2);

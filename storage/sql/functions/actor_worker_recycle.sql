@@ -2,22 +2,30 @@
 -- caller sets a short lock_timeout): empties, by TRUNCATE, the oldest slot
 -- that stopped being current more than p_retention ago and was not emptied
 -- since. TRUNCATE writes no WAL per row and leaves no dead tuple, even
--- while a transaction stays open somewhere. First the rows still needed
--- move to the slot -1 partitions (jobs_kept, job_batches_kept,
--- batch_receipts_kept), so nothing needed is lost whatever its age:
+-- while a transaction stays open somewhere. First the rows the slot still
+-- needs are carried into the current slot, where the ring judges them
+-- again when that slot's turn comes, so nothing is ever deleted row by row
+-- (a deleted row stays, dead, in every index scan while a transaction is
+-- open):
 --   - jobs off the lanes that are unfinished or finished within the
 --     retention;
 --   - lane jobs not handed out yet, and those of lane batches that are
 --     unfinished or finished within the retention;
 --   - those batches, each lane's newest batch (its position), row batches
 --     with running jobs, and the receipts of every batch kept.
--- Lane jobs kept by an earlier round that a dropped batch handed out are
--- deleted with it.
+-- The slot's tables are held ACCESS EXCLUSIVE from the first carried row
+-- to the commit, which stops every claim: so a round carries at most
+-- p_max_carried jobs and commits; the slot is emptied by the round that
+-- finds fewer (a backlog in an old slot is carried over several rounds,
+-- each stopping the claims for a moment, and the claims shrink it
+-- meanwhile).
 -- Returns what it did, or NULL when no slot was due.
-CREATE OR REPLACE FUNCTION actor_worker_recycle(p_retention interval)
+CREATE OR REPLACE FUNCTION actor_worker_recycle(p_retention interval,
+                                                p_max_carried integer)
 RETURNS text
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 SET jit = off
 AS $$
 DECLARE
@@ -27,7 +35,7 @@ DECLARE
   v_end   timestamptz;
   v_slot  integer;
   v_keep  bigint[];
-  v_moved bigint := 0;
+  v_left  bigint := p_max_carried;  -- jobs this round may still carry
   v_n     bigint;
   v_empty boolean;
   l       record;
@@ -64,47 +72,73 @@ BEGIN
                  'batch_receipts_slot_%s IN ACCESS EXCLUSIVE MODE',
                  v_slot, v_slot, v_slot);
 
-  -- Jobs off the lanes still unfinished or finished within the retention.
-  EXECUTE format('UPDATE jobs SET slot = -1 WHERE slot = %s AND unique_key IS NULL'
-                 ' AND ready_xid = ''0'' AND (state NOT IN (''completed'', ''cancelled'')'
-                 ' OR finalized_at IS NULL OR finalized_at > now() - $1)', v_slot)
-    USING p_retention;
-  GET DIAGNOSTICS v_n = ROW_COUNT; v_moved := v_moved + v_n;
-  -- Lane jobs not handed out: past their lane's position.
+  -- Jobs off the lanes still unfinished or finished within the retention,
+  -- each state by its own index.
+  EXECUTE format('UPDATE jobs SET slot = $3 WHERE slot = %s AND id IN ('
+                 ' SELECT j.id FROM jobs_slot_%s AS j WHERE j.ready_xid = ''0'''
+                 '    AND j.state IN (''available'', ''scheduled'')'
+                 ' UNION ALL SELECT j.id FROM jobs_slot_%s AS j WHERE j.state = ''running'''
+                 ' UNION ALL SELECT j.id FROM jobs_slot_%s AS j'
+                 '  WHERE j.state = ''waiting_external'''
+                 ' UNION ALL SELECT j.id FROM jobs_slot_%s AS j WHERE j.ready_xid = ''0'''
+                 '    AND j.state IN (''completed'', ''cancelled'')'
+                 '    AND (j.finalized_at IS NULL OR j.finalized_at > now() - $1)'
+                 ' LIMIT $2)', v_slot, v_slot, v_slot, v_slot, v_slot)
+    USING p_retention, v_left, v_cur;
+  GET DIAGNOSTICS v_n = ROW_COUNT; v_left := v_left - v_n;
+  -- Lane jobs not handed out: past their lane's position. They lie in two
+  -- ranges of the lane index (actor_worker_handed_out): from the
+  -- position's tick_lo xmax on, and the transactions tick_lo saw running.
   FOR l IN SELECT k.queue, k.priority, p.tick_lo, p.tick_hi, p.to_xid, p.to_id
              FROM actor_worker_lanes() AS k
              LEFT JOIN LATERAL actor_worker_lane_position(k.queue, k.priority) AS p
                ON true LOOP
-    EXECUTE format('UPDATE jobs AS j SET slot = -1 WHERE j.slot = %s'
-                   ' AND j.unique_key IS NULL AND j.queue = $1 AND j.priority = $2'
-                   ' AND j.ready_xid <> ''0'' AND ($3::pg_snapshot IS NULL'
-                   '  OR j.ready_xid >= pg_snapshot_xmax($3)'
-                   '  OR j.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip($3))))'
-                   ' AND NOT actor_worker_handed_out(j.ready_xid, j.id, $3, $4, $5, $6)',
-                   v_slot)
-      USING l.queue, l.priority, l.tick_lo, l.tick_hi, l.to_xid, l.to_id;
-    GET DIAGNOSTICS v_n = ROW_COUNT; v_moved := v_moved + v_n;
+    EXIT WHEN v_left <= 0;
+    EXECUTE format('UPDATE jobs SET slot = $8 WHERE slot = %s AND id IN ('
+                   ' SELECT x.id FROM ('
+                   '  SELECT j.id, j.ready_xid FROM jobs_slot_%s AS j'
+                   '   WHERE j.queue = $1 AND j.priority = $2 AND j.ready_xid <> ''0'''
+                   '     AND j.ready_xid >= coalesce(pg_snapshot_xmax($3), ''1'')'
+                   '  UNION ALL'
+                   '  SELECT j.id, j.ready_xid FROM pg_snapshot_xip($3) AS s(xid)'
+                   '   CROSS JOIN LATERAL (SELECT r.id, r.ready_xid FROM jobs_slot_%s AS r'
+                   '    WHERE r.queue = $1 AND r.priority = $2 AND r.ready_xid <> ''0'''
+                   '      AND r.ready_xid = s.xid) AS j) AS x'
+                   '  WHERE NOT actor_worker_handed_out(x.ready_xid, x.id, $3, $4, $5, $6)'
+                   '  LIMIT $7)', v_slot, v_slot, v_slot)
+      USING l.queue, l.priority, l.tick_lo, l.tick_hi, l.to_xid, l.to_id, v_left, v_cur;
+    GET DIAGNOSTICS v_n = ROW_COUNT; v_left := v_left - v_n;
   END LOOP;
-  -- Lane batches unfinished or finished within the retention, and their jobs.
+  -- Lane batches unfinished or finished within the retention, and their
+  -- jobs: one range scan of the slot's lane index per batch. The LIMIT in
+  -- the lateral keeps it so: as a join, the planner merged the batches
+  -- with the whole slot, comparing every pair (a soak's round ran for
+  -- minutes under the lock).
   SELECT coalesce(array_agg(b.id), '{}') INTO v_keep
     FROM job_batches AS b
    WHERE b.on_lane AND b.rescued_at IS NULL
      AND coalesce(b.finished_at, 'infinity') > now() - p_retention;
-  -- One range scan of the slot's lane index per batch (a join of the
-  -- batches with the slot could compare every pair: hours, under the lock).
-  EXECUTE format('UPDATE jobs AS j SET slot = -1 WHERE j.slot = %s AND j.id IN ('
-                 ' SELECT x.id FROM job_batches AS b CROSS JOIN LATERAL ('
-                 '  SELECT r.id FROM jobs_slot_%s AS r'
-                 '   WHERE r.queue = b.queue AND r.priority = b.priority'
-                 '     AND r.ready_xid <> ''0'' AND r.unique_key IS NULL'
-                 '     AND (r.ready_xid, r.id) >= (b.first_xid, b.first_id)'
-                 '     AND r.ready_xid <= b.to_xid'
-                 '     AND (r.ready_xid, r.id) <= (b.to_xid, b.to_id)'
-                 '     AND pg_visible_in_snapshot(r.ready_xid, b.tick_hi)'
-                 '     AND NOT pg_visible_in_snapshot(r.ready_xid, b.tick_lo)) AS x'
-                 ' WHERE b.id = ANY ($1))', v_slot, v_slot)
-    USING v_keep;
-  GET DIAGNOSTICS v_n = ROW_COUNT; v_moved := v_moved + v_n;
+  IF v_left > 0 THEN
+    EXECUTE format('UPDATE jobs SET slot = $3 WHERE slot = %s AND id IN ('
+                   ' SELECT x.id FROM job_batches AS b CROSS JOIN LATERAL ('
+                   '  SELECT r.id FROM jobs_slot_%s AS r'
+                   '   WHERE r.queue = b.queue AND r.priority = b.priority'
+                   '     AND r.ready_xid <> ''0'''
+                   '     AND (r.ready_xid, r.id) >= (b.first_xid, b.first_id)'
+                   '     AND r.ready_xid <= b.to_xid'
+                   '     AND (r.ready_xid, r.id) <= (b.to_xid, b.to_id)'
+                   '     AND pg_visible_in_snapshot(r.ready_xid, b.tick_hi)'
+                   '     AND NOT pg_visible_in_snapshot(r.ready_xid, b.tick_lo)'
+                   '   LIMIT $2) AS x'  -- keeps the loop (a plain join merged every pair)
+                   '  WHERE b.id = ANY ($1) LIMIT $2)', v_slot, v_slot)
+      USING v_keep, v_left, v_cur;
+    GET DIAGNOSTICS v_n = ROW_COUNT; v_left := v_left - v_n;
+  END IF;
+  IF v_left <= 0 THEN
+    -- Possibly more to carry: the next round goes on (the slot stays due).
+    RETURN format('carried %s jobs of ring slot %s into slot %s; more next round',
+                  p_max_carried - v_left, v_slot, v_cur);
+  END IF;
   -- The batches kept: those, each lane's newest, row batches with running
   -- jobs; then their receipts.
   v_keep := v_keep || ARRAY(
@@ -115,30 +149,15 @@ BEGIN
        ORDER BY b.id DESC LIMIT 1) AS p)
     || ARRAY(SELECT DISTINCT j.batch_id FROM jobs AS j
               WHERE j.state = 'running' AND j.batch_id IS NOT NULL);
-  EXECUTE format('UPDATE job_batches SET slot = -1 WHERE slot = %s AND id = ANY ($1)',
-                 v_slot) USING v_keep;
+  EXECUTE format('UPDATE job_batches SET slot = $2 WHERE slot = %s AND id = ANY ($1)',
+                 v_slot) USING v_keep, v_cur;
   GET DIAGNOSTICS v_n = ROW_COUNT;
-  EXECUTE format('UPDATE batch_receipts SET slot = -1 WHERE slot = %s'
-                 ' AND batch_id = ANY ($1)', v_slot) USING v_keep;
-  -- Lane jobs an earlier round kept (jobs_kept) that a batch this slot
-  -- drops now handed out: they finished past the retention (or before
-  -- their batch was rescued), and without the batch nothing could tell
-  -- (cleanup.sql leaves lane jobs to their batch).
-  EXECUTE format('DELETE FROM jobs_kept AS j WHERE j.id IN ('
-                 ' SELECT x.id FROM job_batches_slot_%s AS b CROSS JOIN LATERAL ('
-                 '  SELECT r.id FROM jobs_kept AS r'
-                 '   WHERE r.queue = b.queue AND r.priority = b.priority'
-                 '     AND r.ready_xid <> ''0'''
-                 '     AND (r.ready_xid, r.id) >= (b.first_xid, b.first_id)'
-                 '     AND r.ready_xid <= b.to_xid'
-                 '     AND (r.ready_xid, r.id) <= (b.to_xid, b.to_id)'
-                 '     AND pg_visible_in_snapshot(r.ready_xid, b.tick_hi)'
-                 '     AND NOT pg_visible_in_snapshot(r.ready_xid, b.tick_lo)) AS x'
-                 ' WHERE b.on_lane)', v_slot);
+  EXECUTE format('UPDATE batch_receipts SET slot = $2 WHERE slot = %s'
+                 ' AND batch_id = ANY ($1)', v_slot) USING v_keep, v_cur;
   EXECUTE format('TRUNCATE jobs_slot_%s, job_batches_slot_%s, batch_receipts_slot_%s',
                  v_slot, v_slot, v_slot);
   UPDATE job_ring SET recycled_at[v_slot + 1] = now();
-  RETURN format('emptied ring slot %s (kept %s jobs and %s batches)',
-                v_slot, v_moved, v_n);
+  RETURN format('emptied ring slot %s (carried %s jobs and %s batches into slot %s)',
+                v_slot, p_max_carried - v_left, v_n, v_cur);
 END
 $$;
