@@ -315,61 +315,63 @@ void prometheus_observer::leadership(database_health& h, bool leader) {
 /// entry, everything else to the node's observer as it is.
 class prometheus_observer::database_view final : public observer {
 public:
-  database_view(prometheus_observer& node, database_health& health)
-    : node_(node), health_(health) {
+  database_view(std::shared_ptr<prometheus_observer> node, database_health& health)
+    : node_(std::move(node)), health_(health) {
   }
   void database_reachable(bool up) override {
-    node_.reachable(health_, up);
+    node_->reachable(health_, up);
   }
   void schema_checked(bool compatible) override {
     health_.schema.store(compatible ? 1 : -1, std::memory_order_relaxed);
   }
   void draining() override {
-    node_.draining();
+    node_->draining();
   }
   void leadership(bool leader) override {
-    node_.leadership(health_, leader);
+    node_->leadership(health_, leader);
   }
   bool wants_wait_times() const override {
-    return node_.wants_wait_times();
+    return node_->wants_wait_times();
   }
   void claimed(const std::string& queue, size_t jobs) override {
-    node_.claimed(queue, jobs);
+    node_->claimed(queue, jobs);
   }
   void started(const std::string& queue, const std::string& kind,
                double wait_seconds) override {
-    node_.started(queue, kind, wait_seconds);
+    node_->started(queue, kind, wait_seconds);
   }
   void recorded(const job_outcome& outcome, execution_result r) override {
-    node_.recorded(outcome, r);
+    node_->recorded(outcome, r);
   }
   void rescued(const rescued_job& job) override {
-    node_.rescued(job);
+    node_->rescued(job);
   }
   void database_error(const char* operation) override {
-    node_.database_error(operation);
+    node_->database_error(operation);
   }
   void hooks_failed(const std::string& kind, int failures) override {
-    node_.hooks_failed(kind, failures);
+    node_->hooks_failed(kind, failures);
   }
   void follow_ups_failed(const char* stage) override {
-    node_.follow_ups_failed(stage);
+    node_->follow_ups_failed(stage);
   }
   void slots(const std::string& queue, int running, int concurrency) override {
-    node_.slots(queue, running, concurrency);
+    node_->slots(queue, running, concurrency);
   }
   void sampled(const queue_samples& samples) override {
-    node_.sampled(health_, samples);
+    node_->sampled(health_, samples);
   }
 
 private:
-  prometheus_observer& node_;
+  // Shared: an actor may report after the runtime let go of the observer
+  // (a late sample at stop), and its entry lives in the observer.
+  std::shared_ptr<prometheus_observer> node_;
   database_health& health_;
 };
 
 std::shared_ptr<observer>
 prometheus_observer::for_database(const std::string& name) {
-  return std::make_shared<database_view>(*this, health_of(name));
+  return std::make_shared<database_view>(shared_from_this(), health_of(name));
 }
 
 const std::string&

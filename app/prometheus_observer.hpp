@@ -90,7 +90,9 @@ struct queue_slots {
 };
 
 /// The observer behind /metrics, /readyz and the dashboard's node data: counts what the actors report in prometheus-cpp metrics with bounded labels.
-class prometheus_observer final : public observer {
+class prometheus_observer final
+  : public observer,
+    public std::enable_shared_from_this<prometheus_observer> {
 public:
   /// The throughput ring: outcomes recorded on this node per interval of
   /// this many seconds, for this many intervals (the last 10 minutes).

@@ -341,7 +341,11 @@ BOOST_AUTO_TEST_CASE(ready_needs_the_database_the_schema_and_no_drain) {
 }
 
 BOOST_AUTO_TEST_CASE(each_database_has_its_own_health_leader_and_samples) {
-  aw::prometheus_observer obs{{}, {"a", "b"}, "1", {"default", "orders"}};
+  // Shared, as the runtime holds it: each database's view keeps it alive.
+  auto shared = std::make_shared<aw::prometheus_observer>(
+    std::vector<std::string>{}, std::vector<std::string>{"a", "b"}, "1",
+    std::vector<std::string>{"default", "orders"});
+  auto& obs = *shared;
   auto main_db = obs.for_database("default");
   auto orders = obs.for_database("orders");
   main_db->database_reachable(true);
