@@ -453,6 +453,35 @@ void drop_reclaimed(poller_pointer self, claim_result& result,
   release_jobs(self, std::move(handed_back), false);
 }
 
+/// Logs that claims find a claim lock of the queue stuck (once, then at
+/// most every defaults::claim_lock_log_interval), and when they no longer
+/// do.
+void note_claim_blocked(poller_pointer self,
+                        const std::vector<std::string>& blocked_by,
+                        caf::actor_clock::time_point now) {
+  auto& st = self->state;
+  if (blocked_by.empty()) {
+    if (st.claim_blocked)
+      spdlog::info("poller[{}]: claims get their claim locks again",
+                   st.cfg.queue);
+    st.claim_blocked = false;
+    return;
+  }
+  if (!st.claim_blocked
+      || now - st.claim_blocked_logged_at
+           >= defaults::claim_lock_log_interval) {
+    std::string holders;
+    for (auto& b : blocked_by)
+      holders += (holders.empty() ? "" : "; ") + b;
+    spdlog::warn("poller[{}]: a claim waited {} ms for a claim lock of the "
+                 "queue and went on without the jobs behind it ({}); every "
+                 "claim tries the lock again until the session lets go",
+                 st.cfg.queue, defaults::claim_lock_wait.count(), holders);
+    st.claim_blocked_logged_at = now;
+  }
+  st.claim_blocked = true;
+}
+
 void on_claimed(poller_pointer self, int limit, int64_t budget,
                 uint64_t wakes_at_send,
                 claim_result& result) {
@@ -498,6 +527,7 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
   }
   auto n = static_cast<int>(result.jobs.size());
   drop_reclaimed(self, result, now);
+  note_claim_blocked(self, result.blocked_by, now);
   // A full claim means more jobs are probably due right now. When the jobs
   // of the last claims started soon after they arrived, the handlers keep
   // up with more: buffer twice as many.
@@ -507,7 +537,9 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
   st.recent_wait = {};
   // A wake-up that came while this claim was in flight may be about work
   // committed after the claim's snapshot: it still counts.
-  st.maybe_more = full || st.wakes != wakes_at_send;
+  // Jobs behind a stuck claim lock may be due: claim again (the lock wait
+  // paces it).
+  st.maybe_more = full || st.wakes != wakes_at_send || st.claim_blocked;
   for (auto& job : result.jobs) {
     st.buffer_bytes += job.bytes();
     st.buffer.push_back({std::move(job), now});

@@ -115,6 +115,15 @@ constexpr int ring_periods_per_retention = 4;
 constexpr std::chrono::milliseconds ring_period_min = 1min;
 constexpr std::chrono::milliseconds ring_period_max = 6h;
 
+/// How long a claim waits for a claim lock of its queue (a lane's, see
+/// docs/storage.md) held by another session before it goes on without the
+/// jobs behind it, and says who holds it. Claims hold it for milliseconds;
+/// a wait without bound behind a stuck holder would stall the claiming
+/// connection, and the heartbeat that shares it.
+constexpr std::chrono::milliseconds claim_lock_wait = 2s;
+/// While claims find a claim lock stuck, how often the poller says so again.
+constexpr std::chrono::milliseconds claim_lock_log_interval = 1min;
+
 /// How long the ring's recycling waits for its locks on the slot it
 /// empties before it gives up until the next round: every claim and
 /// completion waits behind that lock request, so never long.

@@ -100,11 +100,16 @@ struct claim_result {
   /// -1 when only the concurrency limit binds (a slot frees when a job of
   /// the queue finishes, on any node).
   int64_t retry_after_ms = -1;
+  /// Claim locks of the queue that another session held past
+  /// defaults::claim_lock_wait, each as "priority P, held by server pid N
+  /// (...)": the claim went on without the jobs behind them, and more jobs
+  /// may be due there.
+  std::vector<std::string> blocked_by;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claim_result& x) {
-  return f(caf::meta::type_name("claim_result"), x.jobs, x.byte_bound, x.set_aside, x.paused, x.limited, x.retry_after_ms);
+  return f(caf::meta::type_name("claim_result"), x.jobs, x.byte_bound, x.set_aside, x.paused, x.limited, x.retry_after_ms, x.blocked_by);
 }
 
 /// How a run ended, as far as storage is concerned.

@@ -224,6 +224,30 @@ bool on_lane(int64_t lease) {
   return (lease & 1) != 0;
 }
 
+/// "priority 0, held by pid 4711 (worker-A, active, transaction open for
+/// 12.5 s)", from a lane_busy entry (actor_worker_lane_wait).
+std::string describe_lane_holder(const nlohmann::json& b) {
+  auto text = "priority " + std::to_string(b.value("priority", 0));
+  auto pid = b.find("pid");
+  if (pid == b.end() || !pid->is_number())
+    return text + ", held by a session that let go as the wait ran out";
+  text += ", held by server pid " + std::to_string(pid->get<int64_t>());
+  std::vector<std::string> about;
+  if (auto app = b.value("application_name", std::string{}); !app.empty())
+    about.push_back("application " + app);
+  if (auto state = b.value("state", std::string{}); !state.empty())
+    about.push_back(state);
+  if (auto x = b.find("xact_seconds"); x != b.end() && x->is_number())
+    about.push_back("transaction open for " + x->dump() + " s");
+  if (!about.empty()) {
+    text += " (";
+    for (size_t i = 0; i < about.size(); ++i)
+      text += (i ? ", " : "") + about[i];
+    text += ")";
+  }
+  return text;
+}
+
 /// Reads the claim rows (storage/sql/claim.sql) into `out`: jobs, then
 /// note rows (lease NULL) whose JSON says what else the worker should know;
 /// a note's "done" (finish_and_claim.sql) lists the completions recorded.
@@ -265,6 +289,9 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
           out.set_aside.push_back({s.value("kind", std::string{}),
                                    s.value("priority", 0),
                                    s.value("count", int64_t{0})});
+      if (auto busy = n.find("lane_busy"); busy != n.end())
+        for (auto& b : *busy)
+          out.blocked_by.push_back(describe_lane_holder(b));
       if (auto ids = n.find("done"); ids != n.end() && done != nullptr)
         for (auto& x : *ids)
           done->push_back(x.get<int64_t>());
@@ -290,6 +317,11 @@ void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
   }
 }
 
+/// How long a claim waits for a lane's claim lock before it skips the lane.
+int64_t lane_wait_ms() {
+  return defaults::claim_lock_wait.count();
+}
+
 /// True when `outcomes` are all completions of lane jobs nobody observes:
 /// receipts alone, no events, no follow-ups.
 bool lane_completions_only(const std::vector<job_outcome>& outcomes) {
@@ -308,7 +340,8 @@ claim_result job_store::claim(const std::string& queue, int limit,
   pqxx::nontransaction tx(*conn_, "aw_claim");
   claim_result out;
   parse_claim_rows(run(tx, "aw_claim", queue, opts_.worker_id, limit,
-                       max_bytes, served_kinds_, observed_kinds_),
+                       max_bytes, served_kinds_, observed_kinds_,
+                       lane_wait_ms()),
                    queue, default_deadline_ms, out, nullptr);
   return out;
 }
@@ -340,7 +373,8 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
                          to_array_literal(leases), to_array_literal(jobs),
                          queue, limit, max_bytes, served_kinds_,
                          observed_kinds_,
-                         opts_.completed_retention.count() == 0),
+                         opts_.completed_retention.count() == 0,
+                         lane_wait_ms()),
                      queue, default_deadline_ms, claimed, &done);
   }
   std::sort(done.begin(), done.end());

@@ -8,5 +8,5 @@
 SELECT lease, id, kind, args, priority, attempt, error_count, max_attempts,
        metadata, deadline_ms, event_row, note::text AS note
   FROM (SELECT set_config('synchronous_commit', 'off', true) AS mode) AS claim_commit,
-       actor_worker_claim($1, $2, $3, $4, nullif($5, '')::text[], $6::text[])
+       actor_worker_claim($1, $2, $3, $4, nullif($5, '')::text[], $6::text[], $7)
  WHERE claim_commit.mode = 'off'

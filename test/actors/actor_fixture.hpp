@@ -54,6 +54,9 @@ struct storage_script {
   std::map<std::string, int> queue_backlog;
   /// Answer claims with ec::database_unavailable while true.
   bool fail_claims = false;
+  /// The next so many claims find a claim lock stuck: they take nothing
+  /// and report it (claim_result::blocked_by).
+  int blocked_claims = 0;
   int64_t next_id = 1;
   /// Claimed jobs share one lease per claim (as a lane batch's do) instead
   /// of a lease each (their id).
@@ -160,6 +163,12 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
       s->claim_queues.push_back(queue);
       if (s->fail_claims)
         return aw::make_error(aw::ec::database_unavailable, "stub: down");
+      if (s->blocked_claims > 0) {
+        --s->blocked_claims;
+        claim_result out;
+        out.blocked_by.push_back("priority 0, held by server pid 1");
+        return out;
+      }
       if (limit == 0)
         ++s->probes;
       if (s->paused) {

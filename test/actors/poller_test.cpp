@@ -63,6 +63,20 @@ BOOST_AUTO_TEST_CASE(a_wake_up_during_a_claim_in_flight_is_not_lost) {
   BOOST_TEST(script->backlog == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_claim_that_found_a_claim_lock_stuck_is_followed_by_another) {
+  // A claim lock is stuck for three claims (each waited its bounded time
+  // in the database): the poller claims again at once rather than after
+  // its idle poll (30 s here), and runs the jobs as soon as a claim
+  // reaches them.
+  script->backlog = 5;
+  script->blocked_claims = 3;
+  spawn_poller(10, 30s);
+  run(); // no time passes
+  BOOST_TEST(script->blocked_claims == 0);
+  BOOST_TEST(running() == 5u);
+  BOOST_TEST(script->backlog == 0);
+}
+
 BOOST_AUTO_TEST_CASE(small_concurrency_still_claims_hundreds_per_statement) {
   // Handlers that finish at once: the buffer doubles while it runs dry,
   // up to local_queue_size, so a concurrency of 2 claims in big batches.

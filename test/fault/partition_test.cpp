@@ -8,6 +8,7 @@
 #include <csignal>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 #include <regex>
@@ -90,13 +91,35 @@ BOOST_AUTO_TEST_CASE(cut_off_worker_abandons_its_runs_before_another_reclaims_th
              == 1;
     },
     30s, 50ms));
-  std::vector<pid_t> pids;
-  for (const auto& row : db.query("SELECT pid FROM pg_stat_activity "
-                                  "WHERE application_name = 'worker-A'"))
-    pids.push_back(row[0].as<int>());
-  BOOST_REQUIRE(!pids.empty());
-  frozen_backends frozen{pids};
-  BOOST_TEST_MESSAGE("froze " << pids.size() << " sessions of worker " << a_id);
+  // A partition finds a session idle or inside a statement, and one in
+  // autocommit finishes and commits on the server, releasing its locks,
+  // whatever became of the client. SIGSTOP can stop one mid-statement,
+  // holding its locks for as long as the test (a hung server process,
+  // not a partition): so the sessions are frozen at a moment all of them
+  // are idle, found by freezing and looking.
+  std::unique_ptr<frozen_backends> frozen;
+  std::string pid_list;
+  BOOST_REQUIRE(wait_until(
+    [&] {
+      std::vector<pid_t> pids;
+      pid_list.clear();
+      for (const auto& row : db.query("SELECT pid FROM pg_stat_activity "
+                                      "WHERE application_name = 'worker-A'")) {
+        pids.push_back(row[0].as<int>());
+        pid_list += (pid_list.empty() ? "" : ",") + row[0].as<std::string>();
+      }
+      if (pids.empty())
+        return false;
+      frozen = std::make_unique<frozen_backends>(pids);
+      if (db.scalar("SELECT count(*) FROM pg_stat_activity WHERE pid IN ("
+                    + pid_list + ") AND state IS DISTINCT FROM 'idle'")
+          == 0)
+        return true;
+      frozen.reset();
+      return false;
+    },
+    10s, 10ms));
+  BOOST_TEST_MESSAGE("froze sessions " << pid_list << " of worker " << a_id);
   // The leases as the rest of the cluster sees them: nothing A does while
   // cut off can commit.
   std::map<int64_t, double> lease_at;
@@ -164,7 +187,7 @@ BOOST_AUTO_TEST_CASE(cut_off_worker_abandons_its_runs_before_another_reclaims_th
       BOOST_TEST(contains(row[4].as<std::string>(), a_id));
     }
   }
-  frozen.thaw();
+  frozen->thaw();
   BOOST_TEST(a->running());
   BOOST_TEST(b->running());
 }

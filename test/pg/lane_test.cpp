@@ -75,6 +75,20 @@ void kill_worker(aw::test::db_session& s, const std::string& w) {
          "WHERE worker = '" + w + "'");
 }
 
+/// The ring slot `ahead` slots after the current one (with a retention
+/// of 0, every slot but the current one is due for emptying).
+std::string ring_slot(aw::test::db_session& s, int ahead) {
+  return std::to_string(
+    s.scalar("SELECT (actor_worker_slot() + " + std::to_string(ahead) + ") % 8"));
+}
+
+/// Whether one of the lines maintain_ring() returned says `what`.
+bool says(const std::vector<std::string>& did, const std::string& what) {
+  return std::any_of(did.begin(), did.end(), [&](const std::string& line) {
+    return line.find(what) != std::string::npos;
+  });
+}
+
 /// A connection that holds a transaction id open until destroyed, as an
 /// idle-in-transaction client does: `BEGIN; SELECT txid_current();`.
 struct open_transaction {
@@ -181,7 +195,7 @@ BOOST_AUTO_TEST_CASE(a_job_committed_after_the_claim_began_is_taken_from_its_lan
   std::this_thread::sleep_for(20ms);
   auto id = enqueue_n(db, 1).at(0);
   auto rows = claim.exec("SELECT lease, id FROM actor_worker_claim("
-                         "'default', 'w1', 10, 1000000, NULL, '{}') WHERE id IS NOT NULL");
+                         "'default', 'w1', 10, 1000000, NULL, '{}', 2000) WHERE id IS NOT NULL");
   claim.commit();
   BOOST_REQUIRE_EQUAL(rows.size(), 1u);
   BOOST_TEST(rows[0]["id"].as<int64_t>() == id);
@@ -384,10 +398,7 @@ BOOST_AUTO_TEST_CASE(a_rescue_charges_only_the_jobs_whose_handler_started) {
 BOOST_AUTO_TEST_CASE(what_the_ring_carries_forward_goes_with_the_slot_it_was_carried_into) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  auto slot = [&](int ahead) {
-    return std::to_string(
-      s.scalar("SELECT (actor_worker_slot() + " + std::to_string(ahead) + ") % 8"));
-  };
+  auto slot = [&](int ahead) { return ring_slot(s, ahead); };
   auto current = slot(0);
   s.exec("INSERT INTO jobs (kind, slot) SELECT 'noop', " + slot(1)
          + " FROM generate_series(1, 3)");
@@ -435,15 +446,10 @@ BOOST_AUTO_TEST_CASE(what_the_ring_carries_forward_goes_with_the_slot_it_was_car
 BOOST_AUTO_TEST_CASE(a_slot_holding_more_than_a_round_carries_is_emptied_over_several_rounds) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  auto old = std::to_string(s.scalar("SELECT (actor_worker_slot() + 1) % 8"));
+  auto old = ring_slot(s, 1);
   s.exec("INSERT INTO jobs (kind, slot) SELECT 'noop', " + old
          + " FROM generate_series(1, 25)");
   auto leader = make_store(db, "w0", 0ms);
-  auto says = [](const std::vector<std::string>& did, const std::string& what) {
-    return std::any_of(did.begin(), did.end(), [&](const std::string& l) {
-      return l.find(what) != std::string::npos;
-    });
-  };
   BOOST_TEST(says(leader.maintain_ring(10), "carried 10 jobs of ring slot " + old));
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_slot_" + old) == 15);
   BOOST_TEST(says(leader.maintain_ring(10), "more next round"));
@@ -513,6 +519,54 @@ BOOST_AUTO_TEST_CASE(released_lane_jobs_come_back_first_and_uncharged) {
              boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(a_claim_skips_a_lane_whose_lock_a_stuck_session_holds) {
+  aw::test::fresh_database db;
+  auto lane = enqueue_n(db, 3);
+  auto rows = enqueue_n(db, 2);
+  aw::test::db_session s{db.url};
+  // Two jobs off the lane (as released or set-aside jobs are).
+  s.exec("UPDATE jobs SET ready_xid = '0' WHERE id IN (" + std::to_string(rows[0])
+         + ", " + std::to_string(rows[1]) + ")");
+  // A session that took the lane's claim lock and went quiet, as an
+  // operator's `jobs cancel` transaction left open would.
+  pqxx::connection stuck_conn{db.url};
+  pqxx::work stuck{stuck_conn};
+  stuck.exec("SET application_name = 'stuck-session'");
+  stuck.exec("SELECT pg_advisory_xact_lock(hashtext('default'), 0)");
+  auto stuck_pid = stuck_conn.backendpid();
+
+  auto store = make_store(db, "w1");
+  auto began = std::chrono::steady_clock::now();
+  auto skipped = store.claim("default", 10);
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - began).count();
+  auto wait = aw::defaults::claim_lock_wait.count();
+  // The jobs off the lane still run; the lane waits for its lock, a
+  // bounded time, and the claim says who holds it.
+  BOOST_TEST(ids_of(skipped.jobs) == rows, boost::test_tools::per_element());
+  BOOST_TEST(waited >= wait);
+  BOOST_TEST(waited < wait + 5000);
+  BOOST_REQUIRE_EQUAL(skipped.blocked_by.size(), 1u);
+  BOOST_TEST_MESSAGE(skipped.blocked_by[0]);
+  BOOST_TEST(skipped.blocked_by[0].rfind("priority 0, held by server pid "
+                                        + std::to_string(stuck_pid) + " (", 0)
+             == 0u);
+  BOOST_TEST(aw::test::contains(skipped.blocked_by[0], "application stuck-session"));
+  BOOST_TEST(aw::test::contains(skipped.blocked_by[0], "idle in transaction"));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'") == 3);
+
+  // A holder that lets go within the wait is waited for: the lane's jobs
+  // come in order, and nothing is said.
+  std::thread let_go{[&] {
+    std::this_thread::sleep_for(300ms);
+    stuck.commit();
+  }};
+  auto taken = store.claim("default", 10);
+  let_go.join();
+  BOOST_TEST(ids_of(taken.jobs) == lane, boost::test_tools::per_element());
+  BOOST_TEST(taken.blocked_by.empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_claim_bounded_in_bytes_takes_a_prefix_and_at_least_one_job) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
@@ -531,9 +585,8 @@ BOOST_AUTO_TEST_CASE(a_claim_bounded_in_bytes_takes_a_prefix_and_at_least_one_jo
 BOOST_AUTO_TEST_CASE(the_ring_empties_a_slot_and_keeps_every_row_still_needed) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  // Rows of a slot that stopped being current long ago: the slot after
-  // the current one (with a retention of 0, every other slot is due).
-  auto old = std::to_string(s.scalar("SELECT (actor_worker_slot() + 1) % 8"));
+  // Rows of a slot that stopped being current long ago.
+  auto old = ring_slot(s, 1);
   s.exec("INSERT INTO jobs (kind, slot) SELECT 'done', " + old
          + " FROM generate_series(1, 20)");
   s.exec("INSERT INTO jobs (kind, slot) SELECT 'running', " + old
@@ -553,11 +606,7 @@ BOOST_AUTO_TEST_CASE(the_ring_empties_a_slot_and_keeps_every_row_still_needed) {
   BOOST_REQUIRE_EQUAL(running.size(), 3u);
   auto before = s.text("SELECT string_agg(id || ':' || state, ',' ORDER BY id) "
                        "FROM jobs_live WHERE kind <> 'done'");
-  auto did = store.maintain_ring();
-  bool emptied = std::any_of(did.begin(), did.end(), [](const std::string& l) {
-    return l.find("emptied ring slot") != std::string::npos;
-  });
-  BOOST_TEST(emptied);
+  BOOST_TEST(says(store.maintain_ring(), "emptied ring slot " + old));
   // The completed jobs went with their slot; everything else is kept,
   // as it was.
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'done'") == 0);

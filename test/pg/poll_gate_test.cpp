@@ -26,11 +26,11 @@ namespace {
 void count_claims(aw::test::db_session& s) {
   s.exec(R"sql(
 CREATE SEQUENCE test_claims;
-ALTER FUNCTION actor_worker_claim(text, text, integer, bigint, text[], text[])
+ALTER FUNCTION actor_worker_claim(text, text, integer, bigint, text[], text[], integer)
   RENAME TO actor_worker_claim_counted;
 CREATE FUNCTION actor_worker_claim(
   p_queue text, p_worker text, p_limit integer, p_max_bytes bigint,
-  p_kinds text[], p_observed text[])
+  p_kinds text[], p_observed text[], p_lane_wait_ms integer)
 RETURNS TABLE (lease bigint, id bigint, kind text, args text,
                priority integer, attempt integer, error_count integer,
                max_attempts integer, metadata text, deadline_ms bigint,
@@ -39,7 +39,7 @@ LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM nextval('test_claims');
   RETURN QUERY SELECT * FROM actor_worker_claim_counted(
-    p_queue, p_worker, p_limit, p_max_bytes, p_kinds, p_observed);
+    p_queue, p_worker, p_limit, p_max_bytes, p_kinds, p_observed, p_lane_wait_ms);
 END $$;
 )sql");
 }

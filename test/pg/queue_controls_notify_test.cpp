@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(a_pause_written_with_plain_sql_is_announced) {
   s.exec("INSERT INTO queue_controls (queue, paused) VALUES ('q', true)");
   BOOST_TEST(l.heard(1) == strings{"pause:q"}, boost::test_tools::per_element());
   BOOST_TEST(s.scalar("SELECT count(*) FROM actor_worker_claim('q', 'w', 0, "
-                      "1000000, NULL, '{}') WHERE note->>'paused' = 'true'")
+                      "1000000, NULL, '{}', 2000) WHERE note->>'paused' = 'true'")
              == 1);
 }
 

@@ -7,7 +7,9 @@
 -- "paused" (nothing was claimed), "limited" (a queue limit cut the claim
 -- short; "retry_after_ms" when the rate window binds), "byte_bound",
 -- "set_aside" ([{kind, priority, count}]: lane jobs of kinds p_kinds lacks,
--- moved off the lanes for workers that run them). docs/storage.md explains
+-- moved off the lanes for workers that run them), "lane_busy" ([who held
+-- a lane's claim lock past p_lane_wait_ms, as actor_worker_lane_wait
+-- says]: the claim took nothing off that lane). docs/storage.md explains
 -- lanes, ticks and batches; actor_worker_lane_jobs reads a tick,
 -- actor_worker_claim_rows claims the jobs off the lanes.
 -- Plans: every statement here (and in the functions it calls) is planned
@@ -17,7 +19,7 @@
 -- their indexes (every statement has one) whatever the statistics said.
 CREATE OR REPLACE FUNCTION actor_worker_claim(
   p_queue text, p_worker text, p_limit integer, p_max_bytes bigint,
-  p_kinds text[], p_observed text[])
+  p_kinds text[], p_observed text[], p_lane_wait_ms integer)
 RETURNS TABLE (lease bigint, id bigint, kind text, args text,
                priority integer, attempt integer, error_count integer,
                max_attempts integer, metadata text, deadline_ms bigint,
@@ -39,6 +41,8 @@ DECLARE
   v_prio    integer;
   v_step    text;
   v_moved   boolean;            -- it moved jobs off the lane
+  v_busy    jsonb := '[]';      -- lanes it skipped: their lock is stuck
+  v_holder  jsonb;
   v_lo pg_snapshot; v_hi pg_snapshot; v_px xid8; v_pi bigint;  -- the lane's position
   v_tick    integer;
   v_chunk   integer;
@@ -77,7 +81,14 @@ BEGIN
       IF v_tick = 1 THEN
         -- 3. The lane. Its claims take turns from here to the commit; its
         -- position is its newest batch: a tick and the last job taken in it.
-        PERFORM pg_advisory_xact_lock(hashtext(p_queue), v_prio);
+        -- A lock held past p_lane_wait_ms is stuck: skip the lane.
+        IF NOT pg_try_advisory_xact_lock(hashtext(p_queue), v_prio) THEN
+          v_holder := actor_worker_lane_wait(p_queue, v_prio, p_lane_wait_ms);
+          IF v_holder IS NOT NULL THEN
+            v_busy := v_busy || jsonb_build_array(v_holder);
+            EXIT;
+          END IF;
+        END IF;
         SELECT p.tick_lo, p.tick_hi, p.to_xid, p.to_id INTO v_lo, v_hi, v_px, v_pi
           FROM actor_worker_lane_position(p_queue, v_prio) AS p;
         IF NOT FOUND THEN
@@ -136,7 +147,8 @@ BEGIN
   IF cardinality(v_aside) > 0 THEN
     PERFORM pg_notify('actor_worker_jobs', p_queue);
   END IF;
-  IF v_bound OR cardinality(v_aside) > 0 OR (c.limited AND c.allowed < p_limit) THEN
+  IF v_bound OR cardinality(v_aside) > 0 OR (c.limited AND c.allowed < p_limit)
+     OR jsonb_array_length(v_busy) > 0 THEN
     RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL, NULL, NULL::integer,
       NULL::integer, NULL::integer, NULL::integer, NULL, NULL::bigint, NULL,
       jsonb_build_object('byte_bound', v_bound,
@@ -148,7 +160,8 @@ BEGIN
         'set_aside', (SELECT coalesce(jsonb_agg(jsonb_build_object(
                         'kind', s.k, 'priority', s.p, 'count', s.n)), '[]')
                         FROM (SELECT u.k, u.p, count(*) AS n FROM unnest(v_aside, v_ap)
-                              AS u(k, p) GROUP BY u.k, u.p) AS s));
+                              AS u(k, p) GROUP BY u.k, u.p) AS s),
+        'lane_busy', v_busy);
   END IF;
 END
 $$;

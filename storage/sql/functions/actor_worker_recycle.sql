@@ -114,11 +114,11 @@ BEGIN
   -- the lateral keeps it so: as a join, the planner merged the batches
   -- with the whole slot, comparing every pair (a soak's round ran for
   -- minutes under the lock).
-  SELECT coalesce(array_agg(b.id), '{}') INTO v_keep
-    FROM job_batches AS b
-   WHERE b.on_lane AND b.rescued_at IS NULL
-     AND coalesce(b.finished_at, 'infinity') > now() - p_retention;
   IF v_left > 0 THEN
+    SELECT coalesce(array_agg(b.id), '{}') INTO v_keep
+      FROM job_batches AS b
+     WHERE b.on_lane AND b.rescued_at IS NULL
+       AND coalesce(b.finished_at, 'infinity') > now() - p_retention;
     EXECUTE format('UPDATE jobs SET slot = $3 WHERE slot = %s AND id IN ('
                    ' SELECT x.id FROM job_batches AS b CROSS JOIN LATERAL ('
                    '  SELECT r.id FROM jobs_slot_%s AS r'
