@@ -305,9 +305,9 @@ struct poller_state {
   uint64_t timer_generation = 0;
   /// Backoff of failed claims.
   backoff claim_backoff;
-  /// The last claim found a claim lock stuck (claim_result::blocked_by),
-  /// and when that was last logged.
+  /// The last claim found a claim lock stuck (claim_result::blocked_by).
   bool claim_blocked = false;
+  /// When the poller last logged a stuck claim lock.
   caf::actor_clock::time_point claim_blocked_logged_at{};
   /// Outcomes since the last activity report, by what became of the job:
   /// a snooze, a cancel or a parked job is not a failure.
