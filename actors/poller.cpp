@@ -363,7 +363,7 @@ void leave_pause(poller_pointer self, const char* how) {
 void probe_pause(poller_pointer self) {
   auto& st = self->state;
   self->request(st.cfg.claimer, caf::infinite, claim_atom::value, st.cfg.queue,
-                int32_t{0}, int64_t{1}, int64_t{0})
+                int32_t{0}, int64_t{1}, int64_t{0}, false)
     .then(
       [self](claim_result& result) {
         if (result.paused)
@@ -616,9 +616,14 @@ void try_claim(poller_pointer self) {
     st.claim_sent_at = self->clock().now();
     auto& target = st.cfg.completers[st.next_claimer];
     st.next_claimer = (st.next_claimer + 1) % st.cfg.completers.size();
+    // Awaited: an executor stands idle and nothing is buffered, so the
+    // jobs start the moment they arrive.
+    bool awaited = st.buffer.empty()
+                   && static_cast<int>(st.running.size()) < st.cfg.concurrency;
     self->request(target, caf::infinite, claim_atom::value, st.cfg.queue,
                   int32_t{limit}, bytes,
-                  static_cast<int64_t>(st.cfg.default_deadline.count()))
+                  static_cast<int64_t>(st.cfg.default_deadline.count()),
+                  awaited)
       .then(
         [self, limit, bytes, wakes = st.wakes](claim_result& result) {
           on_claimed(self, limit, bytes, wakes, result);

@@ -437,10 +437,31 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
   });
   return {
     [self](claim_atom, std::string& queue, int32_t limit, int64_t max_bytes,
-           int64_t default_deadline_ms) -> caf::result<claim_result> {
+           int64_t default_deadline_ms,
+           bool awaited) -> caf::result<claim_result> {
       auto& st = self->state;
       storage::claim_request req{std::move(queue), limit, max_bytes,
                                  default_deadline_ms};
+      if (!st.pending.empty() && awaited) {
+        // Handlers wait for these jobs: the claim (which commits without
+        // waiting for its WAL flush) answers first, and the outcomes
+        // (which wait for theirs, a millisecond or more) commit after.
+        auto rp = self->make_response_promise<claim_result>();
+        auto result = st.store->claim(req);
+        if (result) {
+          if (!result->set_aside.empty())
+            log_set_aside(st, req.queue, *result);
+          observe_claim(st, req.queue, *result);
+          observe(st, "claim", caf::error{});
+          rp.deliver(std::move(*result));
+        } else {
+          observe(st, "claim", result.error());
+          spdlog::error("storage: {}", render(result.error()));
+          rp.deliver(std::move(result.error()));
+        }
+        flush(self);
+        return rp;
+      }
       // Outcomes waiting for a flush commit with this claim: one round
       // trip and one commit instead of two.
       if (!st.pending.empty()) {

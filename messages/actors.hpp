@@ -91,8 +91,11 @@ using poller_internal = poller_actor::extend<
 using storage_actor = caf::typed_actor<
   // Claims up to `limit` due jobs of `queue` whose args take at most
   // `max_bytes` (but at least one job), in one statement; jobs without a
-  // deadline of their own get the queue's default (ms, 0 = none).
-  caf::replies_to<claim_atom, std::string, int32_t, int64_t, int64_t>::with<claim_result>,
+  // deadline of their own get the queue's default (ms, 0 = none). When
+  // `awaited` (handlers stand idle for these jobs), the claim answers
+  // before the outcomes waiting on the connection commit; otherwise they
+  // commit with it, in one round trip.
+  caf::replies_to<claim_atom, std::string, int32_t, int64_t, int64_t, bool>::with<claim_result>,
   // Records outcomes of jobs `poller` ran. Outcomes are buffered and
   // committed in batches; after each commit the poller gets one
   // `committed` report for all of its outcomes in it.

@@ -110,7 +110,7 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 int main(int argc, char** argv) {
   auto opt = parse(argc, argv);
-  spdlog::set_level(spdlog::level::warn);
+  spdlog::set_level(std::getenv("AW_BENCH_INFO") ? spdlog::level::info : spdlog::level::warn);
   const size_t total = static_cast<size_t>(opt.rate) * static_cast<size_t>(opt.seconds);
   std::vector<std::atomic<int64_t>> started(total);
   std::vector<int64_t> committed(total, 0);

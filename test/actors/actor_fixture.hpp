@@ -69,6 +69,8 @@ struct storage_script {
   std::vector<int64_t> claim_bytes;
   std::vector<time_point> claim_times;
   std::vector<std::string> claim_queues;
+  /// Whether each claim said handlers stood idle waiting for its jobs.
+  std::vector<bool> claim_awaited;
   /// Deadline given to claimed jobs (0: the poller's default).
   int64_t deadline_ms = 0;
   /// Outcomes recorded, in order, and how many finish messages brought
@@ -156,8 +158,9 @@ inline storage_internal::behavior_type stub_storage(storage_internal::pointer se
         s->recorded_starts.push_back(j.id);
     },
     [=](claim_atom, const std::string& queue, int32_t limit, int64_t bytes,
-        int64_t default_deadline_ms) -> caf::result<claim_result> {
+        int64_t default_deadline_ms, bool awaited) -> caf::result<claim_result> {
       s->claim_limits.push_back(limit);
+      s->claim_awaited.push_back(awaited);
       s->claim_bytes.push_back(bytes);
       s->claim_times.push_back(self->clock().now());
       s->claim_queues.push_back(queue);

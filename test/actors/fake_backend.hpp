@@ -52,6 +52,8 @@ public:
 
   std::vector<write_call> writes;
   int claim_calls = 0;
+  /// How many write calls had come before each claim() call.
+  std::vector<size_t> writes_at_claim;
   /// Jobs record_starts() was told about, in order.
   std::vector<int64_t> recorded_starts;
 
@@ -60,6 +62,7 @@ public:
   caf::expected<aw::claim_result>
   claim(const aw::storage::claim_request&) override {
     ++claim_calls;
+    writes_at_claim.push_back(writes.size());
     if (claims_unavailable)
       return aw::make_error(aw::ec::database_unavailable,
                             "claiming jobs: fake: connection refused");

@@ -77,6 +77,25 @@ BOOST_AUTO_TEST_CASE(a_claim_that_found_a_claim_lock_stuck_is_followed_by_anothe
   BOOST_TEST(script->backlog == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_claim_is_awaited_only_while_handlers_stand_idle_with_nothing_buffered) {
+  // Awaited claims answer before the outcomes on their connection commit;
+  // a claim that only refills the buffer commits them in one round trip.
+  script->backlog = 100000;
+  spawn_poller(4);
+  run();
+  BOOST_REQUIRE(!script->claim_awaited.empty());
+  BOOST_TEST(script->claim_awaited.front());
+  BOOST_REQUIRE(!dispatcher->held.empty());
+  auto before = script->claim_awaited.size();
+  // Four run, more are buffered: the next claim only refills the buffer.
+  for (int i = 0; i < 2000 && script->claim_awaited.size() == before; ++i) {
+    dispatcher->complete(1);
+    run();
+  }
+  BOOST_REQUIRE(script->claim_awaited.size() > before);
+  BOOST_TEST(!script->claim_awaited[before]);
+}
+
 BOOST_AUTO_TEST_CASE(small_concurrency_still_claims_hundreds_per_statement) {
   // Handlers that finish at once: the buffer doubles while it runs dry,
   // up to local_queue_size, so a concurrency of 2 claims in big batches.

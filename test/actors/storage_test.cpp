@@ -66,12 +66,12 @@ struct storage_fixture : fixture {
     std::optional<claim_result> result;
     caf::error error;
   };
-  std::shared_ptr<claim_answer> claim() {
+  std::shared_ptr<claim_answer> claim(bool awaited = false) {
     auto answer = std::make_shared<claim_answer>();
     auto a = sys->spawn([=, s = store](caf::event_based_actor* self) {
       self->request(s, caf::infinite, claim_atom::value,
                     std::string{"default"}, int32_t{10}, int64_t{1} << 20,
-                    int64_t{0})
+                    int64_t{0}, awaited)
         .then([=](claim_result& r) { answer->result = std::move(r); },
               [=](caf::error& e) { answer->error = std::move(e); });
     });
@@ -260,6 +260,36 @@ BOOST_AUTO_TEST_CASE(a_claim_commits_the_pending_outcomes_in_its_own_statement) 
   BOOST_REQUIRE(answer->result);
   BOOST_TEST(answer->result->jobs.size() == 2u);
   BOOST_TEST(reported(*log) == (ids_t{1, 2}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(an_awaited_claim_runs_before_the_pending_outcomes_commit) {
+  // Handlers stand idle for the claim's jobs: the claim does not wait for
+  // the outcomes' commit (a WAL flush); they commit right after it.
+  backend->claims = {{7, 8}};
+  auto [p, log] = sink();
+  finish({completed(1, 100), completed(2, 100)}, p);
+  auto answer = claim(true);
+  run();
+  BOOST_REQUIRE_EQUAL(backend->writes_at_claim.size(), 1u);
+  BOOST_TEST(backend->writes_at_claim[0] == 0u);
+  BOOST_REQUIRE_EQUAL(backend->writes.size(), 1u);
+  BOOST_TEST(!backend->writes[0].fused);
+  BOOST_REQUIRE(answer->result);
+  BOOST_TEST(answer->result->jobs.size() == 2u);
+  BOOST_TEST(reported(*log) == (ids_t{1, 2}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(an_awaited_claim_that_fails_leaves_the_outcomes_to_their_flush) {
+  backend->claims_unavailable = true;
+  auto [p, log] = sink();
+  finish({completed(1, 100)}, p);
+  auto answer = claim(true);
+  run();
+  BOOST_TEST(!answer->result);
+  BOOST_TEST(static_cast<bool>(answer->error));
+  BOOST_REQUIRE_EQUAL(backend->writes.size(), 1u);
+  BOOST_TEST(!backend->writes[0].in_doubt);
+  BOOST_TEST(reported(*log) == (ids_t{1}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_fused_claim_that_loses_the_connection_fails_and_its_outcomes_are_retried_in_doubt) {
