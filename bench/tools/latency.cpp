@@ -12,7 +12,9 @@
 // The database must be migrated and its `default` queue empty. Prints
 // `#` lines and `RESULT latency jobs=.. p50_ms=.. p95_ms=.. p99_ms=..
 // max_ms=..`; exits 1 if a job did not start within 10 s of the last
-// enqueue.
+// enqueue. With AW_BENCH_INFO set in the environment the worker logs at
+// info level (its claim round trips, every 10 s), to see where the time
+// goes.
 
 #include <algorithm>
 #include <atomic>
