@@ -224,8 +224,9 @@ bool on_lane(int64_t lease) {
   return (lease & 1) != 0;
 }
 
-/// "priority 0, held by pid 4711 (worker-A, active, transaction open for
-/// 12.5 s)", from a lane_busy entry (actor_worker_lane_wait).
+/// "priority 0, held by server pid 4711 (application worker-A, active,
+/// transaction open for 12.5 s)", from a lane_busy entry of the claim's
+/// note (actor_worker_lane_wait).
 std::string describe_lane_holder(const nlohmann::json& b) {
   auto text = "priority " + std::to_string(b.value("priority", 0));
   auto pid = b.find("pid");
