@@ -103,14 +103,27 @@ void log_set_aside(storage_state& st, const std::string& queue,
   }
 }
 
-/// A claim's result as a reply: errors logged, set-aside jobs reported.
+/// Logs and observes a claim's result: errors, set-aside jobs, counts.
+void note_claim(storage_state& st, const std::string& queue,
+                caf::expected<claim_result>& x) {
+  if (!x) {
+    observe(st, "claim", x.error());
+    spdlog::error("storage: {}", render(x.error()));
+    return;
+  }
+  if (!x->set_aside.empty())
+    log_set_aside(st, queue, *x);
+  observe_claim(st, queue, *x);
+  observe(st, "claim", caf::error{});
+}
+
+/// A claim's result as a reply, noted.
 caf::result<claim_result> claimed(storage_state& st, const std::string& queue,
                                   caf::expected<claim_result>&& x) {
-  if (x && !x->set_aside.empty())
-    log_set_aside(st, queue, *x);
+  note_claim(st, queue, x);
   if (x)
-    observe_claim(st, queue, *x);
-  return logged(st, "claim", std::move(x));
+    return std::move(*x);
+  return std::move(x.error());
 }
 
 std::vector<job_outcome> pending_outcomes(const storage_state& st) {
@@ -448,17 +461,11 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         // (which wait for theirs, a millisecond or more) commit after.
         auto rp = self->make_response_promise<claim_result>();
         auto result = st.store->claim(req);
-        if (result) {
-          if (!result->set_aside.empty())
-            log_set_aside(st, req.queue, *result);
-          observe_claim(st, req.queue, *result);
-          observe(st, "claim", caf::error{});
+        note_claim(st, req.queue, result);
+        if (result)
           rp.deliver(std::move(*result));
-        } else {
-          observe(st, "claim", result.error());
-          spdlog::error("storage: {}", render(result.error()));
+        else
           rp.deliver(std::move(result.error()));
-        }
         flush(self);
         return rp;
       }
