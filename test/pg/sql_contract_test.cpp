@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(copy_through_libpqxx_stream_to_enqueues_jobs_that_run) {
     tx.commit();
   }
   aw::test::db_session s{db.url};
-  BOOST_TEST(s.scalar("SELECT count(*) FROM actor_worker_priorities('default')") == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM actor_worker_claim_order('default')") == 2);
   auto store = make_store(db);
   size_t claimed = 0;
   int last_priority = -1;

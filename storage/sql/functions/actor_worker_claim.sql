@@ -38,14 +38,13 @@ DECLARE
   v_aside   text[] := '{}';     -- kinds set aside, one entry per job,
   v_ap      integer[] := '{}';  -- and their priorities
   v_rows    bigint := actor_worker_batch_id(false);  -- the row batch
-  v_prio    integer;
-  v_step    text;
+  v_prio integer; v_off boolean;  -- a priority; jobs of it wait off the lanes
+  v_row_jobs integer := 0;      -- jobs claimed as rows (in the row batch)
+  v_step text; v_holder jsonb;
   v_moved   boolean;            -- it moved jobs off the lane
   v_busy    jsonb := '[]';      -- lanes it skipped: their lock is stuck
-  v_holder  jsonb;
   v_lo pg_snapshot; v_hi pg_snapshot; v_px xid8; v_pi bigint;  -- the lane's position
-  v_tick    integer;
-  v_chunk   integer;
+  v_tick integer; v_chunk integer;
   k record;   -- the jobs of one step, as arrays
 BEGIN
   -- 1. The queue's controls: paused, or what its limits leave.
@@ -58,25 +57,27 @@ BEGIN
   END IF;
   v_want := greatest(c.allowed, 0);
 
-  FOR v_prio IN SELECT * FROM actor_worker_priorities(p_queue) LOOP
+  FOR v_prio, v_off IN SELECT * FROM actor_worker_claim_order(p_queue) LOOP
   v_moved := false;
   -- Off the lanes first (they came due earlier), then the lane, then off
   -- the lanes again if the lane moved some there that may run now.
   FOREACH v_step IN ARRAY CASE WHEN c.limited THEN '{lane,rows}'::text[]
                                ELSE '{rows,lane,again}' END LOOP
-  CONTINUE WHEN v_step = 'again' AND NOT v_moved;
+  CONTINUE WHEN v_step <> 'lane' AND NOT (v_moved OR (v_off AND v_step = 'rows'));
   FOR v_tick IN 1..2 LOOP  -- the lane: the rest of its tick, then a new one
     EXIT WHEN v_want <= 0 OR v_bytes >= p_max_bytes OR (v_step <> 'lane' AND v_tick = 2);
     IF v_step <> 'lane' THEN  -- 2. Jobs off the lanes, in the order they came due.
       SELECT * INTO k FROM actor_worker_claim_rows(p_queue, v_prio, v_rows,
         v_want, p_max_bytes - v_bytes, v_bytes = 0, p_kinds);
       lease := v_rows;
-      -- Rows at the attempt limit cannot run again: dead-lettered with the
-      -- reason, so that they never sit in the queue.
-      PERFORM actor_worker_dead_letter(j.id, format(
-                'attempt limit reached: attempt %s, and a job runs at most '
-                '1,000,000 times; set aside by a claim', j.attempt))
-         FROM jobs AS j WHERE j.id = ANY (k.off) AND j.ready_xid = '0';
+      v_row_jobs := v_row_jobs + coalesce(cardinality(k.ids), 0);
+      -- Rows at the attempt limit cannot run again: dead-lettered at once.
+      IF k.off IS NOT NULL THEN
+        PERFORM actor_worker_dead_letter(j.id, format(
+                  'attempt limit reached: attempt %s, and a job runs at most '
+                  '1,000,000 times; set aside by a claim', j.attempt))
+           FROM jobs AS j WHERE j.id = ANY (k.off) AND j.ready_xid = '0';
+      END IF;
     ELSE
       IF v_tick = 1 THEN
         -- 3. The lane. Its claims take turns from here to the commit; its
@@ -137,9 +138,10 @@ BEGIN
   END LOOP;
 
   -- 4. The row batch, the rate window, and what the worker should know.
-  INSERT INTO job_batches (id, queue, priority, worker, on_lane, size)
-  SELECT v_rows, p_queue, 0, p_worker, false, count(*) FROM jobs AS j
-   WHERE j.batch_id = v_rows AND j.state = 'running' HAVING count(*) > 0;
+  IF v_row_jobs > 0 THEN
+    INSERT INTO job_batches (id, queue, priority, worker, on_lane, size)
+    VALUES (v_rows, p_queue, 0, p_worker, false, v_row_jobs);
+  END IF;
   IF c.limited AND c.rate_limit IS NOT NULL AND greatest(c.allowed, 0) > v_want THEN
     INSERT INTO queue_starts (queue, started_at, jobs)
     VALUES (p_queue, clock_timestamp(), greatest(c.allowed, 0) - v_want);

@@ -16,12 +16,21 @@ SET enable_seqscan = off
 SET jit = off
 AS $$
 BEGIN
-  UPDATE jobs AS j SET ready_xid = '0'
-   WHERE j.id IN (SELECT i.id FROM inserted_jobs AS i
-                   WHERE i.ready_xid <> '0'
-                     AND (i.state <> 'available' OR i.run_at > now()
-                          OR i.ordering_key IS NOT NULL OR i.unique_key IS NOT NULL))
-     AND j.ready_xid <> '0';
+  -- Look before updating: starting an UPDATE of jobs opens every partition
+  -- (about 1 ms), which a COPY of 1,000 plain jobs paid for nothing; with
+  -- the look first, COPY in transactions of 1,000 went from about 75k to
+  -- 100k jobs/s (three alternating pairs).
+  IF EXISTS (SELECT FROM inserted_jobs AS i
+              WHERE i.ready_xid <> '0'
+                AND (i.state <> 'available' OR i.run_at > now()
+                     OR i.ordering_key IS NOT NULL OR i.unique_key IS NOT NULL)) THEN
+    UPDATE jobs AS j SET ready_xid = '0'
+     WHERE j.id IN (SELECT i.id FROM inserted_jobs AS i
+                     WHERE i.ready_xid <> '0'
+                       AND (i.state <> 'available' OR i.run_at > now()
+                            OR i.ordering_key IS NOT NULL OR i.unique_key IS NOT NULL))
+       AND j.ready_xid <> '0';
+  END IF;
   PERFORM pg_notify('actor_worker_jobs', q.queue)
      FROM (SELECT DISTINCT i.queue FROM inserted_jobs AS i
             WHERE i.state IN ('available', 'scheduled')

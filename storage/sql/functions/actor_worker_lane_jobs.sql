@@ -9,6 +9,8 @@
 -- p_lo's xmax up to p_hi's xmax that p_hi sees committed. Each part reads
 -- only jobs not yet handed out: an open transaction elsewhere in the
 -- cluster never makes a claim read again what earlier ticks took.
+-- Lane jobs never have a unique key (actor_worker_jobs_inserted moves such
+-- jobs off the lanes): saying so leaves jobs_unique out at plan time.
 CREATE OR REPLACE FUNCTION actor_worker_lane_jobs(
   p_queue text, p_priority integer, p_lo pg_snapshot, p_hi pg_snapshot,
   p_after_xid xid8, p_after_id bigint, p_limit integer)
@@ -28,7 +30,7 @@ AS $$
              CROSS JOIN LATERAL (
                SELECT r.* FROM jobs AS r
                 WHERE r.queue = p_queue AND r.priority = p_priority
-                  AND r.ready_xid <> '0' AND r.ready_xid = x.xid
+                  AND r.ready_xid <> '0' AND r.unique_key IS NULL AND r.ready_xid = x.xid
                   AND r.id > CASE WHEN x.xid = p_after_xid THEN p_after_id
                                   ELSE -9223372036854775808 END
                 ORDER BY r.ready_xid, r.id
@@ -39,7 +41,7 @@ AS $$
           (SELECT r.*
              FROM jobs AS r
             WHERE r.queue = p_queue AND r.priority = p_priority
-              AND r.ready_xid <> '0'
+              AND r.ready_xid <> '0' AND r.unique_key IS NULL
               -- One lower bound, so that the index scan starts at the
               -- position: given as two (xmax(lo), and the position as a
               -- row), btree may start from the first and filter up to the
