@@ -99,7 +99,7 @@ echo "# worker: $BIN; concurrency $CONCURRENCY; completed_retention $RETENTION; 
 # position's low snapshot does not see (two index ranges) that the position
 # has not handed out; and the rows off the lanes waiting to be claimed.
 LANE_LEFT="(select coalesce(sum(x.n), 0) from actor_worker_lanes() as k
-   left join lateral actor_worker_lane_position(k.queue, k.priority) as p on true
+   left join lateral actor_worker_lane_head(k.queue, k.priority) as p on true
    cross join lateral (
      select count(*) as n from jobs as j
       where j.queue = k.queue and j.priority = k.priority and j.ready_xid <> '0'

@@ -14,7 +14,7 @@
 WITH lanes AS (
   SELECT k.queue, k.priority, p.*
     FROM actor_worker_lanes() AS k
-    LEFT JOIN LATERAL actor_worker_lane_position(k.queue, k.priority) AS p ON true
+    LEFT JOIN LATERAL actor_worker_lane_head(k.queue, k.priority) AS p ON true
 ), lane_ready AS (
   SELECT l.queue, j.kind, count(j.id) AS jobs, min(j.run_at) AS oldest
     FROM lanes AS l

@@ -223,6 +223,48 @@ BOOST_AUTO_TEST_CASE(one_large_transaction_is_claimed_a_batch_at_a_time) {
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running'") == 1000);
 }
 
+BOOST_AUTO_TEST_CASE(a_claim_after_one_that_used_up_its_tick_starts_a_new_tick_at_once) {
+  // A lane batch notes whether it took its tick's last job (tick_done);
+  // then the lane's next claim reads only a new tick (one read of the lane,
+  // actor_worker_lane_take) instead of first reading the rest of a used-up
+  // one. Counted with the function statistics of the claim's transaction.
+  aw::test::fresh_database db;
+  auto claimer = db.connect();
+  // One claim in its own transaction: (jobs claimed, reads of the lane).
+  auto claim = [&](int limit) {
+    pqxx::work tx{*claimer};
+    tx.exec0("SET LOCAL track_functions = 'all'");
+    // (The counts are the session's not yet reported ones: take a difference.)
+    const std::string calls = "SELECT coalesce(pg_stat_get_xact_function_calls("
+                              "'actor_worker_lane_take'::regproc), 0)";
+    auto before = tx.exec1(calls)[0].as<int>();
+    auto n = tx.exec1("SELECT count(*) FROM actor_worker_claim('default', 'w1', "
+                      + std::to_string(limit)
+                      + ", 1000000, NULL, '{}', 2000) WHERE id IS NOT NULL")[0]
+               .as<int>();
+    auto reads = tx.exec1(calls)[0].as<int>() - before;
+    tx.commit();
+    return std::make_pair(n, reads);
+  };
+  aw::test::db_session s{db.url};
+  auto newest_done = [&] {
+    return s.check("SELECT tick_done FROM job_batches WHERE on_lane "
+                   "ORDER BY id DESC LIMIT 1");
+  };
+  enqueue_n(db, 3);
+  BOOST_TEST((claim(10) == std::make_pair(3, 1)));  // the lane's first claim
+  BOOST_TEST(newest_done());
+  enqueue_n(db, 2);
+  BOOST_TEST((claim(10) == std::make_pair(2, 1)));  // a new tick at once
+  BOOST_TEST(newest_done());
+  enqueue_n(db, 3);
+  BOOST_TEST((claim(1) == std::make_pair(1, 1)));   // the tick has more
+  BOOST_TEST(!newest_done());
+  BOOST_TEST((claim(10) == std::make_pair(2, 2)));  // its rest, then a new tick
+  BOOST_TEST(newest_done());
+  BOOST_TEST((claim(10) == std::make_pair(0, 1)));  // nothing new: one read
+}
+
 BOOST_AUTO_TEST_CASE(concurrent_claims_never_hand_out_a_job_twice) {
   aw::test::fresh_database db;
   std::atomic<bool> producing{true};

@@ -44,7 +44,7 @@ DECLARE
   v_moved   boolean;            -- it moved jobs off the lane
   v_busy    jsonb := '[]';      -- lanes it skipped: their lock is stuck
   v_lo pg_snapshot; v_hi pg_snapshot; v_px xid8; v_pi bigint;  -- the lane's position
-  v_tick integer; v_chunk integer;
+  v_tick integer; v_chunk integer; v_done boolean;  -- the position's tick is used up
   k record;   -- the jobs of one step, as arrays
 BEGIN
   -- 1. The queue's controls: paused, or what its limits leave.
@@ -81,7 +81,8 @@ BEGIN
     ELSE
       IF v_tick = 1 THEN
         -- 3. The lane. Its claims take turns from here to the commit; its
-        -- position is its newest batch: a tick and the last job taken in it.
+        -- position is its newest batch: a tick, the last job taken in it,
+        -- and whether that was the tick's last (then a new tick at once).
         -- A lock held past p_lane_wait_ms is stuck: skip the lane.
         IF NOT pg_try_advisory_xact_lock(hashtext(p_queue), v_prio) THEN
           v_holder := actor_worker_lane_wait(p_queue, v_prio, p_lane_wait_ms);
@@ -90,12 +91,11 @@ BEGIN
             EXIT;
           END IF;
         END IF;
-        SELECT p.tick_lo, p.tick_hi, p.to_xid, p.to_id INTO v_lo, v_hi, v_px, v_pi
-          FROM actor_worker_lane_position(p_queue, v_prio) AS p;
-        IF NOT FOUND THEN
-          v_lo := '1:1:'; v_hi := '1:1:'; v_px := '0'; v_pi := 0;
-        END IF;
-      ELSE
+        SELECT p.tick_lo, p.tick_hi, p.to_xid, p.to_id, p.tick_done
+          INTO v_lo, v_hi, v_px, v_pi, v_done FROM actor_worker_lane_head(p_queue, v_prio) AS p;
+        IF NOT FOUND THEN v_hi := '1:1:'; v_done := true; END IF;  -- its first claim
+      END IF;
+      IF v_tick = 2 OR v_done THEN  -- a new tick, from the last one's end to now
         v_lo := v_hi; v_hi := pg_current_snapshot(); v_px := '0'; v_pi := 0;
       END IF;
       LOOP  -- chunks, until one yields jobs or the tick is used up
@@ -114,10 +114,10 @@ BEGIN
       END LOOP;
       IF k.ids IS NOT NULL THEN
         INSERT INTO job_batches (id, queue, priority, worker, on_lane, tick_lo, tick_hi,
-                                 first_xid, first_id, to_xid, to_id, size)
+                                 first_xid, first_id, to_xid, to_id, size, tick_done)
         VALUES (actor_worker_batch_id(true), p_queue, v_prio, p_worker, true, v_lo, v_hi,
                 k.xids[1], k.ids[1], k.xids[cardinality(k.ids)], k.ids[cardinality(k.ids)],
-                cardinality(k.ids))
+                cardinality(k.ids), k.seen < v_chunk AND NOT k.stop)
         RETURNING job_batches.id INTO lease;
       END IF;
       v_bound := v_bound OR (k.stop AND v_want > cardinality(coalesce(k.ids, '{}')));
@@ -132,7 +132,7 @@ BEGIN
              AS u(id, kind, args, att, err, max, meta, dl);
       v_want := v_want - cardinality(k.ids); v_bytes := v_bytes + k.bytes;
     END IF;
-    EXIT WHEN v_step <> 'lane' OR k.seen >= v_chunk OR k.stop;  -- the tick has more
+    EXIT WHEN v_step <> 'lane' OR k.seen >= v_chunk OR k.stop OR v_done;  -- the tick has more, or was new
   END LOOP;
   END LOOP;
   END LOOP;

@@ -1,5 +1,5 @@
 -- Whether the lane job (p_xid, p_id) is behind its lane's position (p_lo,
--- p_hi, p_to_xid, p_to_id; actor_worker_lane_position): an earlier tick
+-- p_hi, p_to_xid, p_to_id; actor_worker_lane_head): an earlier tick
 -- took it (p_lo sees its transaction), or the current one did up to the
 -- position. A NULL position (no claim yet) hands out nothing. A job not
 -- handed out has its ready_xid in p_lo's running list or at or past p_lo's

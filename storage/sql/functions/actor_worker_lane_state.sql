@@ -39,7 +39,7 @@ BEGIN
     RETURN;
   END IF;
   -- Its lane's position passed it: handed out.
-  PERFORM 1 FROM actor_worker_lane_position(p_queue, p_priority) AS p
+  PERFORM 1 FROM actor_worker_lane_head(p_queue, p_priority) AS p
    WHERE actor_worker_handed_out(p_xid, p_id, p.tick_lo, p.tick_hi, p.to_xid,
                                  p.to_id);
   IF FOUND THEN

@@ -91,7 +91,7 @@ BEGIN
   -- position's tick_lo xmax on, and the transactions tick_lo saw running.
   FOR l IN SELECT k.queue, k.priority, p.tick_lo, p.tick_hi, p.to_xid, p.to_id
              FROM actor_worker_lanes() AS k
-             LEFT JOIN LATERAL actor_worker_lane_position(k.queue, k.priority) AS p
+             LEFT JOIN LATERAL actor_worker_lane_head(k.queue, k.priority) AS p
                ON true LOOP
     EXIT WHEN v_left <= 0;
     EXECUTE format('UPDATE jobs SET slot = $8 WHERE slot = %s AND id IN ('

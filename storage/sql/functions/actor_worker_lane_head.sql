@@ -1,0 +1,16 @@
+-- A lane's position: its newest batch's tick (two snapshots), the last job
+-- taken in it, and whether that was the tick's last job (`tick_done`: the
+-- next claim starts a new tick at once); no row before the lane's first
+-- claim. A lane job was handed out when actor_worker_handed_out() says so
+-- for this position.
+CREATE OR REPLACE FUNCTION actor_worker_lane_head(p_queue text,
+                                                  p_priority integer)
+RETURNS TABLE (tick_lo pg_snapshot, tick_hi pg_snapshot, to_xid xid8,
+               to_id bigint, tick_done boolean)
+LANGUAGE sql STABLE
+AS $$
+  SELECT b.tick_lo, b.tick_hi, b.to_xid, b.to_id, b.tick_done FROM job_batches AS b
+   WHERE b.queue = p_queue AND b.priority = p_priority AND b.on_lane
+   ORDER BY b.id DESC
+   LIMIT 1
+$$;
