@@ -145,8 +145,9 @@ BEGIN
     SELECT p.id FROM (SELECT DISTINCT b.queue, b.priority FROM job_batches AS b
                        WHERE b.on_lane) AS k, LATERAL (
       SELECT b.id FROM job_batches AS b
-       WHERE b.queue = k.queue AND b.priority = k.priority AND b.on_lane
-       ORDER BY b.id DESC LIMIT 1) AS p)
+       WHERE b.queue = k.queue AND b.priority >= k.priority
+         AND b.priority <= k.priority AND b.on_lane  -- (why: actor_worker_lane_head)
+       ORDER BY b.priority DESC, b.id DESC LIMIT 1) AS p)
     || ARRAY(SELECT DISTINCT j.batch_id FROM jobs AS j
               WHERE j.state = 'running' AND j.batch_id IS NOT NULL);
   EXECUTE format('UPDATE job_batches SET slot = $2 WHERE slot = %s AND id = ANY ($1)',
