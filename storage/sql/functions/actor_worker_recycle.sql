@@ -142,12 +142,9 @@ BEGIN
   -- The batches kept: those, each lane's newest, row batches with running
   -- jobs; then their receipts.
   v_keep := v_keep || ARRAY(
-    SELECT p.id FROM (SELECT DISTINCT b.queue, b.priority FROM job_batches AS b
-                       WHERE b.on_lane) AS k, LATERAL (
-      SELECT b.id FROM job_batches AS b
-       WHERE b.queue = k.queue AND b.priority >= k.priority
-         AND b.priority <= k.priority AND b.on_lane  -- (why: actor_worker_lane_head)
-       ORDER BY b.priority DESC, b.id DESC LIMIT 1) AS p)
+    SELECT p.batch_id FROM (SELECT DISTINCT b.queue, b.priority FROM job_batches AS b
+                             WHERE b.on_lane) AS k,
+           LATERAL actor_worker_lane_head(k.queue, k.priority) AS p)
     || ARRAY(SELECT DISTINCT j.batch_id FROM jobs AS j
               WHERE j.state = 'running' AND j.batch_id IS NOT NULL);
   EXECUTE format('UPDATE job_batches SET slot = $2 WHERE slot = %s AND id = ANY ($1)',
