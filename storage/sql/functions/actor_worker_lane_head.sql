@@ -1,12 +1,13 @@
 -- A lane's position: its newest batch (`batch_id`), that batch's tick (two
 -- snapshots), the last job taken in it, and whether that was the tick's
 -- last job (`tick_done`: the next claim starts a new tick at once); no row
--- before the lane's first claim. A lane job was handed out when actor_worker_handed_out() says so
--- for this position. The priority is written as a range and ordered by,
--- so that only job_batches_lane_idx gives the order: given as an equality
--- it drops out of the ORDER BY, and a generic plan may walk a slot's id
--- index through other lanes' batches (when its statistics saw one busy
--- queue): 57,000 batches, 23 ms a claim, measured.
+-- before the lane's first claim. A lane job was handed out when
+-- actor_worker_handed_out() says so for this position.
+-- The priority is written as a range and ordered by, so that only
+-- job_batches_lane_idx gives the order: given as an equality it drops out
+-- of the ORDER BY, and a generic plan may walk a slot's id index through
+-- other lanes' batches (when its statistics saw one busy queue): 57,000
+-- batches, 23 ms a claim, measured.
 CREATE OR REPLACE FUNCTION actor_worker_lane_head(p_queue text,
                                                   p_priority integer)
 RETURNS TABLE (tick_lo pg_snapshot, tick_hi pg_snapshot, to_xid xid8,
