@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(one_large_transaction_is_claimed_a_batch_at_a_time) {
 BOOST_AUTO_TEST_CASE(a_claim_after_one_that_used_up_its_tick_starts_a_new_tick_at_once) {
   // A lane batch notes whether it took its tick's last job (tick_done);
   // then the lane's next claim reads only a new tick (one read of the lane,
-  // actor_worker_lane_take) instead of first reading the rest of a used-up
+  // actor_worker_lane_pick) instead of first reading the rest of a used-up
   // one. Counted with the function statistics of the claim's transaction.
   aw::test::fresh_database db;
   auto claimer = db.connect();
@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(a_claim_after_one_that_used_up_its_tick_starts_a_new_tick_a
     tx.exec0("SET LOCAL track_functions = 'all'");
     // (The counts are the session's not yet reported ones: take a difference.)
     const std::string calls = "SELECT coalesce(pg_stat_get_xact_function_calls("
-                              "'actor_worker_lane_take'::regproc), 0)";
+                              "'actor_worker_lane_pick'::regproc), 0)";
     auto before = tx.exec1(calls)[0].as<int>();
     auto n = tx.exec1("SELECT count(*) FROM actor_worker_claim('default', 'w1', "
                       + std::to_string(limit)
@@ -264,6 +264,39 @@ BOOST_AUTO_TEST_CASE(a_claim_after_one_that_used_up_its_tick_starts_a_new_tick_a
   BOOST_TEST((claim(10) == std::make_pair(2, 2)));  // its rest, then a new tick
   BOOST_TEST(newest_done());
   BOOST_TEST((claim(10) == std::make_pair(0, 1)));  // nothing new: one read
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_returns_what_it_picked_whichever_slots_hold_it) {
+  // The claim picks a lane's jobs (actor_worker_lane_pick), moves off the
+  // lane those it may not take, and reads the picked ones again straight
+  // into its result, from the ring slots between the lowest and highest
+  // that hold one. One tick spread over slots 7, 0, 3 and 5, with a job of
+  // a kind the worker lacks and one not due between them.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  s.exec("INSERT INTO jobs (kind, args, slot, run_at) VALUES "
+         "('a', '{\"n\": 1}', 7, now()), ('b', '{\"n\": 0}', 7, now()), "
+         "('a', '{\"n\": 2}', 0, now()), "
+         "('a', '{\"n\": 3}', 0, now() + interval '1 hour'), "
+         "('a', '{\"n\": 4}', 3, now()), ('a', '{\"n\": 5}', 5, now())");
+  auto claim = [&](int limit) {
+    std::vector<std::string> got;
+    for (auto row : s.query(
+           "SELECT args, attempt, lease % 2 = 1 AND event_row LIKE '%\"running\"%' "
+           "FROM actor_worker_claim('default', 'w1', " + std::to_string(limit)
+           + ", 1000000, '{a}', '{a}', 2000) WHERE id IS NOT NULL")) {
+      BOOST_TEST(row[1].as<int>() == 1);
+      BOOST_TEST(row[2].as<bool>());  // a lane batch's lease, the hooks' row
+      got.push_back(row[0].as<std::string>());
+    }
+    return got;
+  };
+  BOOST_TEST(claim(3) == (std::vector<std::string>{"{\"n\": 1}", "{\"n\": 2}", "{\"n\": 4}"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(claim(10) == (std::vector<std::string>{"{\"n\": 5}"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE ready_xid = '0'") == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running'") == 4);
 }
 
 BOOST_AUTO_TEST_CASE(a_quiet_lane_reads_its_position_through_the_lane_index) {

@@ -45,7 +45,7 @@ DECLARE
   v_busy    jsonb := '[]';      -- lanes it skipped: their lock is stuck
   v_lo pg_snapshot; v_hi pg_snapshot; v_px xid8; v_pi bigint;  -- the lane's position
   v_tick integer; v_chunk integer; v_done boolean;  -- the position's tick is used up
-  k record;   -- the jobs of one step, as arrays
+  k record; v_n bigint;  -- the jobs of one step (as arrays, or a lane's ids); how many
 BEGIN
   -- 1. The queue's controls: paused, or what its limits leave.
   SELECT * INTO c FROM actor_worker_claim_allowance(p_queue, p_limit);
@@ -69,15 +69,13 @@ BEGIN
     IF v_step <> 'lane' THEN  -- 2. Jobs off the lanes, in the order they came due.
       SELECT * INTO k FROM actor_worker_claim_rows(p_queue, v_prio, v_rows,
         v_want, p_max_bytes - v_bytes, v_bytes = 0, p_kinds);
-      lease := v_rows;
       v_row_jobs := v_row_jobs + coalesce(cardinality(k.ids), 0);
-      -- Rows at the attempt limit cannot run again: dead-lettered at once.
-      IF k.off IS NOT NULL THEN
-        PERFORM actor_worker_dead_letter(j.id, format(
-                  'attempt limit reached: attempt %s, and a job runs at most '
-                  '1,000,000 times; set aside by a claim', j.attempt))
-           FROM jobs AS j WHERE j.id = ANY (k.off) AND j.ready_xid = '0';
-      END IF;
+      RETURN QUERY SELECT v_rows, u.id, u.kind, u.args, v_prio, u.att, u.err,
+        coalesce(u.max, 0), u.meta, coalesce(u.dl, 0),
+        CASE WHEN u.kind = ANY (p_observed) THEN actor_worker_job_json(u.id, jsonb_build_object(
+          'state', 'running', 'attempt', u.att, 'locked_by', p_worker, 'locked_at', now())) END,
+        NULL::jsonb FROM unnest(k.ids, k.kinds, k.args, k.att, k.err, k.max, k.meta, k.dl)
+                         AS u(id, kind, args, att, err, max, meta, dl);
     ELSE
       IF v_tick = 1 THEN
         -- 3. The lane. Its claims take turns from here to the commit; its
@@ -100,7 +98,7 @@ BEGIN
       END IF;
       LOOP  -- chunks, until one yields jobs or the tick is used up
         v_chunk := greatest(v_want, 100);
-        SELECT * INTO k FROM actor_worker_lane_take(p_queue, v_prio, v_lo, v_hi,
+        SELECT * INTO k FROM actor_worker_lane_pick(p_queue, v_prio, v_lo, v_hi,
           v_px, v_pi, v_chunk, v_want, p_max_bytes - v_bytes, v_bytes = 0, p_kinds,
           c.limited);
         IF k.off IS NOT NULL THEN
@@ -119,19 +117,20 @@ BEGIN
                 k.xids[1], k.ids[1], k.xids[cardinality(k.ids)], k.ids[cardinality(k.ids)],
                 cardinality(k.ids), k.seen < v_chunk AND NOT k.stop)
         RETURNING job_batches.id INTO lease;
+        -- The picks, read again straight into the result (lane_pick says why).
+        RETURN QUERY SELECT lease, u.id, u.kind, u.args, v_prio, u.attempt + 1,
+          u.error_count, coalesce(u.max_attempts, 0), u.metadata, coalesce(u.deadline_ms, 0),
+          CASE WHEN u.kind = ANY (p_observed) THEN actor_worker_job_json(u.id, jsonb_build_object(
+            'state', 'running', 'attempt', u.attempt + 1, 'locked_by', p_worker,
+            'locked_at', now())) END, NULL::jsonb
+          FROM actor_worker_lane_jobs(p_queue, v_prio, v_lo, v_hi, v_px, v_pi,
+                                      cardinality(k.ids), k.slot_from, k.slot_to) AS u;
+        GET DIAGNOSTICS v_n = ROW_COUNT;  -- (the lane's lock kept them as they were)
+        ASSERT v_n = cardinality(k.ids), 'claim: a lane job it picked was not there again';
       END IF;
       v_bound := v_bound OR (k.stop AND v_want > cardinality(coalesce(k.ids, '{}')));
     END IF;
-    IF k.ids IS NOT NULL THEN
-      RETURN QUERY SELECT lease, u.id, u.kind, u.args, v_prio, u.att, u.err,
-        coalesce(u.max, 0), u.meta, coalesce(u.dl, 0),
-        CASE WHEN u.kind = ANY (p_observed) THEN actor_worker_job_json(u.id,
-          jsonb_build_object('state', 'running', 'attempt', u.att,
-                             'locked_by', p_worker, 'locked_at', now())) END, NULL::jsonb
-        FROM unnest(k.ids, k.kinds, k.args, k.att, k.err, k.max, k.meta, k.dl)
-             AS u(id, kind, args, att, err, max, meta, dl);
-      v_want := v_want - cardinality(k.ids); v_bytes := v_bytes + k.bytes;
-    END IF;
+    v_want := v_want - coalesce(cardinality(k.ids), 0); v_bytes := v_bytes + k.bytes;
     EXIT WHEN v_step <> 'lane' OR k.seen >= v_chunk OR k.stop OR v_done;  -- the tick has more, or was new
   END LOOP;
   END LOOP;

@@ -3,9 +3,10 @@
 -- p_limit due jobs of one queue and priority, in the order they came due,
 -- of the kinds p_kinds (NULL: any), within p_max_bytes of args and
 -- metadata (but at least one job when p_first), each row marked running
--- in the row batch p_batch. One row, shaped as actor_worker_lane_take's:
--- the jobs as arrays in claim order; `off` lists the due rows at the
--- attempt limit (1,000,000), locked, for the claim to dead-letter.
+-- in the row batch p_batch. One row: the jobs as arrays in claim order
+-- (`seen`, `stop`, `ids` and `bytes` as actor_worker_lane_pick has them);
+-- `off` lists the due rows at the attempt limit (1,000,000), which it
+-- moved to the dead letter queue.
 -- FOR UPDATE SKIP LOCKED: concurrent claims take different rows and never
 -- wait for each other. A job a rescue gave back without knowing whether
 -- it had started (start_unknown) is recorded as started by this claim,
@@ -21,7 +22,6 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
 BEGIN
-  RETURN QUERY
   WITH picked AS (
     SELECT j.id, j.run_at, j.attempt, j.start_unknown,
            pg_column_size(j.args) + pg_column_size(j.metadata) AS bytes
@@ -73,6 +73,14 @@ BEGIN
          NULL::xid8[],
          (SELECT array_agg(p.id) FROM picked AS p WHERE p.attempt >= 1000000),
          NULL::text[], NULL::xid8, NULL::bigint
+    INTO seen, stop, ids, kinds, args, att, err, max, meta, dl, bytes, xids, off,
+         alien, px, pi
     FROM claimed AS c;
+  -- Rows at the attempt limit cannot run again: dead-lettered at once.
+  PERFORM actor_worker_dead_letter(j.id, format(
+            'attempt limit reached: attempt %s, and a job runs at most '
+            '1,000,000 times; set aside by a claim', j.attempt))
+     FROM jobs AS j WHERE j.id = ANY (off) AND j.ready_xid = '0';
+  RETURN NEXT;
 END
 $$;

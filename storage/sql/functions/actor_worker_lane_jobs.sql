@@ -11,9 +11,13 @@
 -- cluster never makes a claim read again what earlier ticks took.
 -- Lane jobs never have a unique key (actor_worker_jobs_inserted moves such
 -- jobs off the lanes): saying so leaves jobs_unique out at plan time.
+-- Only ring slots p_slot_from to p_slot_to are read (all of them: -32768,
+-- 32767): a claim reads the jobs it picked again from the slots that hold
+-- them, and the other slots are pruned before its scan opens them.
 CREATE OR REPLACE FUNCTION actor_worker_lane_jobs(
   p_queue text, p_priority integer, p_lo pg_snapshot, p_hi pg_snapshot,
-  p_after_xid xid8, p_after_id bigint, p_limit integer)
+  p_after_xid xid8, p_after_id bigint, p_limit integer,
+  p_slot_from smallint, p_slot_to smallint)
 RETURNS TABLE (ready_xid xid8, id bigint, kind text, state text,
                run_at timestamptz, attempt integer, error_count integer,
                max_attempts integer, deadline_ms bigint, ordering_key text,
@@ -31,6 +35,7 @@ AS $$
                SELECT r.* FROM jobs AS r
                 WHERE r.queue = p_queue AND r.priority = p_priority
                   AND r.ready_xid <> '0' AND r.unique_key IS NULL AND r.ready_xid = x.xid
+                  AND r.slot >= p_slot_from AND r.slot <= p_slot_to
                   AND r.id > CASE WHEN x.xid = p_after_xid THEN p_after_id
                                   ELSE -9223372036854775808 END
                 ORDER BY r.ready_xid, r.id
@@ -42,6 +47,7 @@ AS $$
              FROM jobs AS r
             WHERE r.queue = p_queue AND r.priority = p_priority
               AND r.ready_xid <> '0' AND r.unique_key IS NULL
+              AND r.slot >= p_slot_from AND r.slot <= p_slot_to
               -- One lower bound, so that the index scan starts at the
               -- position: given as two (xmax(lo), and the position as a
               -- row), btree may start from the first and filter up to the
