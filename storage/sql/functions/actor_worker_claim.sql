@@ -45,7 +45,7 @@ DECLARE
   v_busy    jsonb := '[]';      -- lanes it skipped: their lock is stuck
   v_lo pg_snapshot; v_hi pg_snapshot; v_px xid8; v_pi bigint;  -- the lane's position
   v_tick integer; v_chunk integer; v_done boolean;  -- the position's tick is used up
-  k record; v_n bigint;  -- the jobs of one step (as arrays, or a lane's ids); how many
+  k record; v_n bigint;  -- the jobs of one step (as arrays, or a lane's ids); how many read
 BEGIN
   -- 1. The queue's controls: paused, or what its limits leave.
   SELECT * INTO c FROM actor_worker_claim_allowance(p_queue, p_limit);
@@ -117,7 +117,7 @@ BEGIN
                 k.xids[1], k.ids[1], k.xids[cardinality(k.ids)], k.ids[cardinality(k.ids)],
                 cardinality(k.ids), k.seen < v_chunk AND NOT k.stop)
         RETURNING job_batches.id INTO lease;
-        -- The picks, read again straight into the result (lane_pick says why).
+        -- The picks, read again (lane_pick says why; the lane's lock kept them, or it rolls back).
         RETURN QUERY SELECT lease, u.id, u.kind, u.args, v_prio, u.attempt + 1,
           u.error_count, coalesce(u.max_attempts, 0), u.metadata, coalesce(u.deadline_ms, 0),
           CASE WHEN u.kind = ANY (p_observed) THEN actor_worker_job_json(u.id, jsonb_build_object(
@@ -125,8 +125,9 @@ BEGIN
             'locked_at', now())) END, NULL::jsonb
           FROM actor_worker_lane_jobs(p_queue, v_prio, v_lo, v_hi, v_px, v_pi,
                                       cardinality(k.ids), k.slot_from, k.slot_to) AS u;
-        GET DIAGNOSTICS v_n = ROW_COUNT;  -- (the lane's lock kept them as they were)
-        ASSERT v_n = cardinality(k.ids), 'claim: a lane job it picked was not there again';
+        GET DIAGNOSTICS v_n = ROW_COUNT; IF v_n <> cardinality(k.ids) THEN
+          RAISE EXCEPTION 'claim: % lane jobs picked, % read again', cardinality(k.ids), v_n;
+        END IF;
       END IF;
       v_bound := v_bound OR (k.stop AND v_want > cardinality(coalesce(k.ids, '{}')));
     END IF;
