@@ -37,9 +37,13 @@ BEGIN
      GROUP BY u.batch
     RETURNING batch_id, ids
   ), finished AS (
+    -- b.id = ANY (p_batches) gives each slot's id index the few batches
+    -- to look up: joined by r.batch_id alone, the generic plan hashed the
+    -- receipts and walked every batch of the slot (5,377 of them, 1.5 ms
+    -- of a 1.8 ms completion of one job, growing with the slot).
     UPDATE job_batches AS b SET finished_at = now()
       FROM receipts AS r
-     WHERE b.id = r.batch_id AND b.finished_at IS NULL
+     WHERE b.id = ANY (p_batches) AND b.id = r.batch_id AND b.finished_at IS NULL
        AND coalesce((SELECT sum(cardinality(x.ids)) FROM batch_receipts AS x
                       WHERE x.batch_id = b.id), 0) + cardinality(r.ids) >= b.size
   ), deleted AS (
