@@ -83,6 +83,17 @@ std::string ring_slot(aw::test::db_session& s, int ahead) {
     s.scalar("SELECT (actor_worker_slot() + " + std::to_string(ahead) + ") % 8"));
 }
 
+/// n one-job lane batches of `queue` (finished or not), and statistics
+/// that saw them: what makes a generic plan that walks a ring slot's
+/// batches show in its row counts.
+void add_lane_batches(aw::test::db_session& s, const std::string& queue, int n,
+                      bool finished) {
+  s.exec("INSERT INTO job_batches (id, queue, priority, worker, on_lane, size, finished_at) "
+         "SELECT actor_worker_batch_id(true), " + s.conn.quote(queue) + ", 0, 'w0', true, 1, "
+         + (finished ? "now()" : "NULL") + " FROM generate_series(1, " + std::to_string(n) + ")");
+  s.exec("ANALYZE job_batches");
+}
+
 /// Whether one of the lines maintain_ring() returned says `what`.
 bool says(const std::vector<std::string>& did, const std::string& what) {
   return std::any_of(did.begin(), did.end(), [&](const std::string& line) {
@@ -306,10 +317,7 @@ BOOST_AUTO_TEST_CASE(a_quiet_lane_reads_its_position_through_the_lane_index) {
   // job_batches_lane_idx whatever the statistics say.
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  s.exec("INSERT INTO job_batches (id, queue, priority, worker, on_lane, size) "
-         "SELECT actor_worker_batch_id(true), 'busy', 0, 'w1', true, 1 "
-         "FROM generate_series(1, 20000)");
-  s.exec("ANALYZE job_batches");
+  add_lane_batches(s, "busy", 20000, false);
   pqxx::work tx{s.conn};
   // As the claim plans it (its SET clauses).
   tx.exec0("SET LOCAL plan_cache_mode = force_generic_plan");
@@ -342,10 +350,7 @@ BOOST_AUTO_TEST_CASE(a_completion_looks_its_batch_up_by_id) {
   };
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  s.exec("INSERT INTO job_batches (id, queue, priority, worker, on_lane, size, finished_at) "
-         "SELECT actor_worker_batch_id(true), 'other', 0, 'w0', true, 1, now() "
-         "FROM generate_series(1, 5000)");
-  s.exec("ANALYZE job_batches");
+  add_lane_batches(s, "other", 5000, true);
   s.exec("INSERT INTO jobs (kind) VALUES ('k')");
   auto row = s.query("SELECT lease, id FROM actor_worker_claim('default', 'w1', 1, 1000000, "
                      "NULL, '{}', 2000) WHERE id IS NOT NULL");
