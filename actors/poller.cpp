@@ -590,6 +590,28 @@ void on_claim_failed(poller_pointer self, int limit, int64_t budget,
   arm_timer(self, delay);
 }
 
+/// The storage actor an awaited claim goes to: one with no claim in flight
+/// and the fewest of this poller's outcomes to commit (the next in turn
+/// among equals). A storage actor records outcomes synchronously, a WAL
+/// flush each (a millisecond or more): a claim sent to one that is busy
+/// with them waits that long while an executor stands idle.
+size_t least_busy_completer(const poller_state& st) {
+  auto n = st.cfg.completers.size();
+  std::vector<size_t> outcomes(n, 0);
+  for (auto& entry : st.committing)
+    ++outcomes[static_cast<size_t>(entry.first) % n];
+  auto load = [&](size_t i) {
+    return (st.claims_at[i] > 0 ? st.committing.size() + 1 : 0) + outcomes[i];
+  };
+  auto best = st.next_claimer;
+  for (size_t k = 1; k < n; ++k) {
+    auto i = (st.next_claimer + k) % n;
+    if (load(i) < load(best))
+      best = i;
+  }
+  return best;
+}
+
 void try_claim(poller_pointer self) {
   auto& st = self->state;
   while (st.phase == poller_phase::running && !st.paused
@@ -614,21 +636,24 @@ void try_claim(poller_pointer self) {
     st.claiming_bytes += bytes;
     ++st.claims;
     st.claim_sent_at = self->clock().now();
-    auto& target = st.cfg.completers[st.next_claimer];
-    st.next_claimer = (st.next_claimer + 1) % st.cfg.completers.size();
     // Awaited: an executor stands idle and nothing is buffered, so the
     // jobs start the moment they arrive.
     bool awaited = st.buffer.empty()
                    && static_cast<int>(st.running.size()) < st.cfg.concurrency;
-    self->request(target, caf::infinite, claim_atom::value, st.cfg.queue,
-                  int32_t{limit}, bytes,
+    auto at = awaited ? least_busy_completer(st) : st.next_claimer;
+    st.next_claimer = (at + 1) % st.cfg.completers.size();
+    ++st.claims_at[at];
+    self->request(st.cfg.completers[at], caf::infinite, claim_atom::value,
+                  st.cfg.queue, int32_t{limit}, bytes,
                   static_cast<int64_t>(st.cfg.default_deadline.count()),
                   awaited)
       .then(
-        [self, limit, bytes, wakes = st.wakes](claim_result& result) {
+        [self, limit, bytes, at, wakes = st.wakes](claim_result& result) {
+          --self->state.claims_at[at];
           on_claimed(self, limit, bytes, wakes, result);
         },
-        [self, limit, bytes](caf::error& err) {
+        [self, limit, bytes, at](caf::error& err) {
+          --self->state.claims_at[at];
           on_claim_failed(self, limit, bytes, err);
         });
   }
@@ -654,6 +679,7 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
   self->state.cfg = std::move(cfg);
   auto& st = self->state;
   st.outbox.resize(st.cfg.completers.size());
+  st.claims_at.assign(st.cfg.completers.size(), 0);
   // Start with one round of work buffered; the buffer grows while handlers
   // outrun the claims.
   st.prefetch = std::clamp(st.cfg.concurrency, 1, st.cfg.local_queue_size);

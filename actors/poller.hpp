@@ -240,6 +240,8 @@ struct poller_state {
   int64_t claiming_bytes = 0;
   /// The storage actor (of cfg.completers) the next claim goes to.
   size_t next_claimer = 0;
+  /// Claims in flight per storage actor (of cfg.completers).
+  std::vector<int> claims_at;
   /// Claimed jobs not started yet, in claim order.
   job_buffer buffer;
   /// Bytes of args and metadata of the buffered jobs.

@@ -449,6 +449,9 @@ struct fixture {
   std::shared_ptr<manual_runner> dispatcher
     = std::make_shared<manual_runner>();
   storage_actor storage;
+  /// Storage actors a poller spawned after add_completer() records
+  /// outcomes and claims on besides `storage`, in this order.
+  std::vector<storage_actor> more_completers;
   std::vector<caf::actor> spawned;
 
   fixture() {
@@ -489,11 +492,22 @@ struct fixture {
     pc.abandon_grace = 1s;
     pc.claimer = storage;
     pc.completers = {storage};
+    pc.completers.insert(pc.completers.end(), more_completers.begin(),
+                         more_completers.end());
     pc.runner = dispatcher;
     pc.gate = gate;
     auto p = sys->spawn(aw::poller_behavior, pc);
     spawned.push_back(caf::actor_cast<caf::actor>(p));
     return p;
+  }
+
+  /// A further stub storage actor (on a script of its own) that pollers
+  /// spawned from now on claim on and record outcomes with.
+  std::shared_ptr<storage_script> add_completer() {
+    auto other = std::make_shared<storage_script>();
+    more_completers.push_back(sys->spawn(stub_storage, other));
+    spawned.push_back(caf::actor_cast<caf::actor>(more_completers.back()));
+    return other;
   }
 
   /// Runs every message that is ready, without moving the clock.

@@ -249,6 +249,30 @@ BOOST_AUTO_TEST_CASE(wake_claims_at_once_without_waiting_for_the_interval) {
   BOOST_TEST(script->claim_limits.size() == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(an_awaited_claim_goes_where_no_outcome_is_being_recorded) {
+  // Two storage actors (connections). Outcomes go to them by job id, and a
+  // storage actor records them synchronously, a WAL flush each: a claim
+  // that handlers stand idle for goes to the other one, whatever the turn.
+  auto second = add_completer();
+  script->backlog = 1; // job 1: its outcome goes to the second
+  auto p = spawn_poller(4, 30s);
+  run();
+  BOOST_REQUIRE(running() == 1u);
+  BOOST_REQUIRE(script->claim_limits.size() == 1u);
+  BOOST_REQUIRE(second->claim_limits.empty());
+  // It finishes as another job commits (its wake-up).
+  script->backlog = 1;
+  script->next_id = 3;
+  dispatcher->complete(1);
+  caf::anon_send(p, wake_atom::value);
+  run();
+  BOOST_TEST(second->finished == std::vector<int64_t>{1});
+  BOOST_TEST(second->claim_limits.empty());
+  BOOST_REQUIRE(script->claim_limits.size() == 2u);
+  BOOST_TEST(script->claim_awaited.back());
+  BOOST_TEST(running() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(loop_errors_back_off_1_2_4_to_30s_and_reset) {
   script->fail_claims = true;
   auto p = spawn_poller(4, 1s);
