@@ -6,7 +6,9 @@
 -- false` names those); returns the ids recorded. FOR KEY SHARE holds a
 -- rescue of the same batch (FOR UPDATE) off until this commits, and makes
 -- this wait for a rescue under way. A batch whose receipts then hold all
--- its jobs is marked finished.
+-- its jobs is marked finished. The delete is a statement of its own, run
+-- only when asked: as a CTE it opened every partition of jobs on every
+-- completion (about 0.07 of a one-job completion's 0.44 ms).
 CREATE OR REPLACE FUNCTION actor_worker_complete(
   p_worker text, p_batches bigint[], p_ids bigint[], p_delete boolean)
 RETURNS SETOF bigint
@@ -16,8 +18,9 @@ SET enable_seqscan = off
 SET jit = off
 AS $$
 #variable_conflict use_column
+DECLARE
+  v_ids bigint[];  -- the jobs recorded
 BEGIN
-  RETURN QUERY
   WITH live AS (
     SELECT b.id FROM job_batches AS b
      WHERE b.id = ANY (p_batches) AND b.worker = p_worker AND b.on_lane
@@ -46,11 +49,12 @@ BEGIN
      WHERE b.id = ANY (p_batches) AND b.id = r.batch_id AND b.finished_at IS NULL
        AND coalesce((SELECT sum(cardinality(x.ids)) FROM batch_receipts AS x
                       WHERE x.batch_id = b.id), 0) + cardinality(r.ids) >= b.size
-  ), deleted AS (
-    DELETE FROM jobs AS j
-     WHERE p_delete AND j.id IN (SELECT unnest(r.ids) FROM receipts AS r)
-       AND j.ready_xid <> '0' AND j.state = 'available'
   )
-  SELECT unnest(r.ids) FROM receipts AS r;
+  SELECT array_agg(x.id) INTO v_ids FROM receipts AS r, unnest(r.ids) AS x(id);
+  IF p_delete AND v_ids IS NOT NULL THEN
+    DELETE FROM jobs AS j
+     WHERE j.id = ANY (v_ids) AND j.ready_xid <> '0' AND j.state = 'available';
+  END IF;
+  RETURN QUERY SELECT unnest(v_ids);
 END
 $$;
