@@ -8,7 +8,7 @@
 -- this wait for a rescue under way. A batch whose receipts then hold all
 -- its jobs is marked finished. The delete is a statement of its own, run
 -- only when asked: as a CTE it opened every partition of jobs on every
--- completion (about 0.07 of a one-job completion's 0.44 ms).
+-- completion (about 0.04 ms of a one-job completion's 0.44).
 CREATE OR REPLACE FUNCTION actor_worker_complete(
   p_worker text, p_batches bigint[], p_ids bigint[], p_delete boolean)
 RETURNS SETOF bigint
