@@ -77,10 +77,13 @@ BEGIN
          alien, px, pi
     FROM claimed AS c;
   -- Rows at the attempt limit cannot run again: dead-lettered at once.
-  PERFORM actor_worker_dead_letter(j.id, format(
-            'attempt limit reached: attempt %s, and a job runs at most '
-            '1,000,000 times; set aside by a claim', j.attempt))
-     FROM jobs AS j WHERE j.id = ANY (off) AND j.ready_xid = '0';
+  -- (Only when there are any: the statement opens every partition of jobs.)
+  IF off IS NOT NULL THEN
+    PERFORM actor_worker_dead_letter(j.id, format(
+              'attempt limit reached: attempt %s, and a job runs at most '
+              '1,000,000 times; set aside by a claim', j.attempt))
+       FROM jobs AS j WHERE j.id = ANY (off) AND j.ready_xid = '0';
+  END IF;
   RETURN NEXT;
 END
 $$;
