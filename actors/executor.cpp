@@ -56,7 +56,21 @@ void finish(executor_pointer self, job_outcome outcome) {
   st.busy = false;
   st.running_token->reset();
   auto id = run.job_id;
-  if (run.lost) {
+  if (outcome.record == outcome_record::stale) {
+    // A transactional handler's transaction found the lease gone and
+    // rolled back, its writes with it.
+    log_job(spdlog::level::warn, ref_of(run),
+            "job {}: {}: its transactional handler's transaction rolled "
+            "back, because the run is no longer this worker's (released, "
+            "rescued or claimed again); nothing was recorded",
+            id, to_string(ec::stale_run));
+    self->send(st.cfg.poller, done_atom::value, id, false, job_outcome{});
+    return;
+  }
+  // A committed outcome is in the database with the handler's writes,
+  // guarded by the lease: it stands, whatever happened since.
+  bool committed = outcome.record == outcome_record::committed;
+  if (run.lost && !committed) {
     log_job(spdlog::level::warn, ref_of(run),
             "job {}: handler returned after the job stopped being ours ({}); "
             "its outcome is not recorded",
@@ -75,13 +89,15 @@ void finish(executor_pointer self, job_outcome outcome) {
       = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - run.started)
           .count();
-    if (run.overran) {
+    if (committed) {
+      // Recorded as the handler returned it.
+    } else if (run.overran) {
       outcome.kind = outcome_kind::deadline_exceeded;
       outcome.message = "deadline exceeded: the run took longer than "
                         + format_duration(
                           std::chrono::milliseconds{run.deadline_ms});
     }
-    if (run.cancel_requested) {
+    if (run.cancel_requested && !committed) {
       if (outcome.kind == outcome_kind::completed) {
         log_job(spdlog::level::warn,
                 job_ref{id, outcome.job_kind, outcome.queue, outcome.attempt},

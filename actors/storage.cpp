@@ -273,10 +273,11 @@ void log_recorded(const job_outcome& o, const storage::finish_report& r) {
   }
 }
 
-/// What became of the outcomes pending[first .. first + count): reports to
-/// their pollers (one message per poller), events to the hooks.
-void deliver(storage_pointer self, size_t first, size_t count,
-             std::vector<storage::finish_report>& reports) {
+/// What became of the outcomes entries[0 .. count) (pending ones, or ones
+/// a transactional handler committed): reports to their pollers (one
+/// message per poller), events to the hooks.
+void deliver(storage_pointer self, const pending_outcome* entries,
+             size_t count, std::vector<storage::finish_report>& reports) {
   auto& st = self->state;
   std::map<caf::actor_addr, std::pair<poller_actor, std::vector<outcome_report>>>
     by_poller;
@@ -285,7 +286,7 @@ void deliver(storage_pointer self, size_t first, size_t count,
   // lines nobody reads.)
   bool log_info = spdlog::should_log(spdlog::level::info);
   for (size_t i = 0; i < count; ++i) {
-    auto& p = st.pending[first + i];
+    auto& p = entries[i];
     auto& r = reports[i];
     if (r.result == finish_result::stale)
       spdlog::warn("storage: outcome of job {} not recorded: the run is no "
@@ -357,7 +358,7 @@ caf::error record_instead(storage_pointer self, size_t i,
   // What was recorded is the failure: its log line, the poller's report
   // and the metrics say so.
   outcome = std::move(failure);
-  deliver(self, i, 1, *reports);
+  deliver(self, &st.pending[i], 1, *reports);
   return {};
 }
 
@@ -372,7 +373,7 @@ caf::error flush_one_by_one(storage_pointer self) {
     auto reports = st.store->finish({st.pending[i].outcome}, st.in_doubt);
     caf::error failure;
     if (reports)
-      deliver(self, i, 1, *reports);
+      deliver(self, &st.pending[i], 1, *reports);
     else if (unavailable(reports.error()))
       failure = std::move(reports.error());
     else
@@ -398,7 +399,7 @@ void flush(storage_pointer self) {
     auto reports = st.store->finish(batch, st.in_doubt);
     caf::error failure;
     if (reports) {
-      deliver(self, 0, batch.size(), *reports);
+      deliver(self, st.pending.data(), batch.size(), *reports);
       st.pending.clear();
     } else if (unavailable(reports.error())) {
       failure = std::move(reports.error());
@@ -476,7 +477,7 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         {
           auto fused = st.store->finish_and_claim(batch, req, st.in_doubt);
           if (fused) {
-            deliver(self, 0, batch.size(), fused->first);
+            deliver(self, st.pending.data(), batch.size(), fused->first);
             st.pending.clear();
             st.in_doubt = false;
             *st.unrecorded = 0;
@@ -543,9 +544,27 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
     [self](finish_atom, std::vector<job_outcome>& outcomes,
            poller_actor& poller) {
       auto& st = self->state;
-      for (auto& o : outcomes)
-        st.pending.push_back({std::move(o), poller});
+      // A transactional handler's outcome committed with its writes: it
+      // is only reported, as if this actor had recorded it.
+      std::vector<pending_outcome> committed;
+      std::vector<storage::finish_report> reports;
+      for (auto& o : outcomes) {
+        if (o.record != outcome_record::committed) {
+          st.pending.push_back({std::move(o), poller});
+          continue;
+        }
+        storage::finish_report r;
+        r.result = finish_result::applied;
+        r.has_event = o.has_event;
+        r.event = std::move(o.event);
+        reports.push_back(std::move(r));
+        committed.push_back({std::move(o), poller});
+      }
+      if (!committed.empty())
+        deliver(self, committed.data(), committed.size(), reports);
       *st.unrecorded = st.pending.size();
+      if (st.pending.empty())
+        return;
       if (!st.flush_scheduled) {
         st.flush_scheduled = true;
         self->send(self, flush_atom::value);

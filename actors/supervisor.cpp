@@ -21,28 +21,6 @@ namespace aw {
 
 namespace {
 
-storage::job_store_options store_options(const supervisor_config& cfg) {
-  storage::job_store_options opts;
-  opts.url = cfg.config.database.url;
-  opts.worker_id = cfg.worker_id;
-  opts.max_retries = cfg.config.worker.max_retries;
-  opts.completed_retention = cfg.config.worker.completed_retention;
-  opts.dead_letter_retention = cfg.config.worker.dead_letter_retention;
-  opts.reclaim_window = cfg.config.worker.reclaim_window;
-  opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
-  opts.prepared_statements = cfg.config.database.pooler != "transaction";
-  opts.node = cfg.config.worker.node;
-  opts.host = cfg.host;
-  opts.version = cfg.version;
-  for (auto& q : cfg.config.queues) {
-    opts.queues.push_back(q.name);
-    opts.queue_limits.push_back(
-      {q.name, q.global_concurrency, q.rate_limit,
-       static_cast<int64_t>(q.rate_period.count())});
-  }
-  return opts;
-}
-
 /// Appended to log lines: names the database when the node has several.
 std::string of_database(const supervisor_config& cfg) {
   return cfg.config.queue_databases.empty()
@@ -191,6 +169,43 @@ void shut_down_helpers(supervisor_pointer self) {
 
 } // namespace
 
+storage::job_store_options store_options(const supervisor_config& cfg) {
+  storage::job_store_options opts;
+  opts.url = cfg.config.database.url;
+  opts.worker_id = cfg.worker_id;
+  opts.max_retries = cfg.config.worker.max_retries;
+  opts.completed_retention = cfg.config.worker.completed_retention;
+  opts.dead_letter_retention = cfg.config.worker.dead_letter_retention;
+  opts.reclaim_window = cfg.config.worker.reclaim_window;
+  opts.heartbeat_interval = cfg.config.worker.heartbeat_interval;
+  opts.prepared_statements = cfg.config.database.pooler != "transaction";
+  opts.node = cfg.config.worker.node;
+  opts.host = cfg.host;
+  opts.version = cfg.version;
+  for (auto& q : cfg.config.queues) {
+    opts.queues.push_back(q.name);
+    opts.queue_limits.push_back(
+      {q.name, q.global_concurrency, q.rate_limit,
+       static_cast<int64_t>(q.rate_period.count())});
+  }
+  return opts;
+}
+
+storage::follow_up_function follow_ups_of(const supervisor_config& cfg) {
+  auto reg = cfg.handlers;
+  if (!reg)
+    return nullptr;
+  // A follow-up commits in its trigger's transaction: its queue must live
+  // in this database.
+  return [reg, routes = cfg.config,
+          database = cfg.database](const job_event& e) {
+    auto requests = reg->follow_ups(make_event(e));
+    for (auto& r : requests)
+      routes.require_database(r.options.queue, database, "it");
+    return requests;
+  };
+}
+
 supervisor_internal::behavior_type
 supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
   auto& st = self->state;
@@ -198,20 +213,10 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
   auto opts = store_options(st.cfg);
   std::vector<std::string> observed;
   std::optional<std::vector<std::string>> served;
-  storage::follow_up_function follow_ups;
+  auto follow_ups = follow_ups_of(st.cfg);
   if (auto reg = st.cfg.handlers) {
     observed = reg->observed_kinds();
     served = reg->kinds();
-    // A follow-up commits in its trigger's transaction: its queue must
-    // live in this database.
-    follow_ups = [reg, routes = st.cfg.config,
-                  database = st.cfg.database](const job_event& e) {
-      auto requests = reg->follow_ups(make_event(e));
-      for (auto& r : requests)
-        routes.require_database(r.options.queue, database,
-                                "it");
-      return requests;
-    };
   }
   auto spawn_storage = [&] {
     std::shared_ptr<storage::backend> backend

@@ -25,6 +25,11 @@
 #include "actor_worker/config/config.hpp"
 #include "actor_worker/messages/actors.hpp"
 #include "actor_worker/messages/observer.hpp"
+#include "actor_worker/storage/backend.hpp"
+
+namespace aw::storage {
+struct job_store_options;
+}
 
 namespace aw {
 
@@ -112,5 +117,15 @@ using supervisor_pointer
 
 supervisor_internal::behavior_type
 supervisor_behavior(supervisor_pointer self, supervisor_config cfg);
+
+/// The options of the connections of `cfg`'s database (its storage actors,
+/// and the runtime's transactional pool): URL, worker id, retention,
+/// lease timing, this process and its queues.
+storage::job_store_options store_options(const supervisor_config& cfg);
+
+/// The durable follow-ups of `cfg`'s handlers, computed in the transaction
+/// of the transition that triggers them; each must go to a queue of
+/// `cfg`'s database. None without handlers.
+storage::follow_up_function follow_ups_of(const supervisor_config& cfg);
 
 } // namespace aw

@@ -132,12 +132,28 @@ void register_builtin_kinds(registry& reg, const std::string& database_url) {
                                                 const job_context& ctx) {
     run_record(database_url, a, ctx);
   });
+  // The same record, written in the run's own transaction: it exists
+  // exactly when the job's outcome committed (the fault tests count it).
+  reg.add_transactional<record_args>(
+    "record_tx",
+    [](const record_args& a, const job_context& ctx, pqxx::work& tx) {
+      tx.exec_params("INSERT INTO job_executions (job_id, attempt, worker, "
+                     "finished_at) SELECT $1, $2, coalesce((SELECT locked_by "
+                     "FROM jobs_live WHERE id = $1), '?'), clock_timestamp()",
+                     ctx.id, ctx.attempt);
+      if (a.ms > 0)
+        tx.exec_params("SELECT pg_sleep($1::double precision / 1000)", a.ms);
+    });
 }
 
 void register_builtin_kinds(registry& reg) {
   // Does nothing, so never blocks: runs inline, without a thread hand-off.
   reg.add_raw(
     "noop", [](const nlohmann::json&, const job_context&) {}, non_blocking);
+  // Does nothing in a transaction of its own that commits its completion:
+  // the cost of a transactional handler itself (bench/transactional.sh).
+  reg.add_transactional<nlohmann::json>(
+    "noop_tx", [](const nlohmann::json&, const job_context&, pqxx::work&) {});
   // Waits on a timer, not on a thread: ten thousand sleeping jobs need no
   // ten thousand threads. Honours cancellation at once (deadline, lost
   // lease, shutdown).

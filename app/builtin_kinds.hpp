@@ -14,6 +14,10 @@
 //   await_callback {"timeout": "30s"}      parks the job until its callback is
 //          resolved (`actor-worker callback complete|fail|retry ID`) or the
 //          timeout passes; the id is in `jobs show ID` (callback_id).
+//   noop_tx                                a transactional handler
+//          (registry::add_transactional) that does nothing: its job
+//          completes in a transaction of its own (what the transactional
+//          path costs: bench/transactional.sh)
 //
 // A test/diagnostic kind, registered only when a database URL is given (the
 // `actor-worker run` binary does):
@@ -34,6 +38,10 @@
 //              finished_at timestamptz);
 //          Without the table the job fails terminally, saying so. Counting
 //          these rows counts handler executions exactly (test/fault/).
+//   record_tx {"ms": N}                    the same row, inserted (with
+//          finished_at) by a transactional handler in the transaction that
+//          commits the job's completion, then sleeps N ms in it (default
+//          0): the row exists exactly when the job completed.
 
 #include <string>
 
@@ -41,11 +49,12 @@ namespace aw {
 
 class registry;
 
-/// Registers noop, sleep and fail in `reg`.
+/// Registers noop, noop_tx, sleep, await_callback and fail in `reg`.
 void register_builtin_kinds(registry& reg);
 
-/// Registers noop, sleep and fail, and the test/diagnostic kind `record`,
-/// which writes to `job_executions` in the database at `database_url`.
+/// Registers those, and the test/diagnostic kinds `record` and
+/// `record_tx`, which write to `job_executions` in the database at
+/// `database_url` (record_tx in the run's own transaction).
 void register_builtin_kinds(registry& reg, const std::string& database_url);
 
 } // namespace aw

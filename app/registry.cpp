@@ -8,11 +8,33 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/messages/printable.hpp"
+#include "actor_worker/storage/transaction_pool.hpp"
 
 namespace aw {
 
 namespace {
 
+/// The job's args as JSON, or (`failure`) the terminal failure of args
+/// that do not parse.
+bool parse_job_args(const claimed_job& job, nlohmann::json& args,
+                    job_outcome& failure) {
+  try {
+    args = nlohmann::json::parse(job.args);
+    return true;
+  } catch (const std::exception& e) {
+    failure = failure_of(job.id, outcome_kind::terminal_failure,
+                         registry::malformed_args_error(job.kind, e.what())
+                           .what());
+    return false;
+  }
+}
+
+/// What the handler of `job` sees of it.
+job_context context_of(const claimed_job& job,
+                       const cancellation_token& cancel) {
+  return job_context{job.id,          job.kind,     job.queue, job.attempt,
+                     job.error_count, job.metadata, cancel};
+}
 
 } // namespace
 
@@ -20,7 +42,7 @@ registry& registry::add_raw_handler(const std::string& kind, raw_handler fn,
                                     handler_mode mode) {
   if (kind.empty())
     throw std::invalid_argument("registry: a job kind must not be empty");
-  handlers_[kind] = handler_entry{std::move(fn), nullptr, mode};
+  handlers_[kind] = handler_entry{std::move(fn), nullptr, mode, nullptr};
   return *this;
 }
 
@@ -29,7 +51,17 @@ registry& registry::add_raw_async(const std::string& kind,
   if (kind.empty())
     throw std::invalid_argument("registry: a job kind must not be empty");
   handlers_[kind] = handler_entry{nullptr, std::move(fn),
-                                  handler_mode::non_blocking};
+                                  handler_mode::non_blocking, nullptr};
+  return *this;
+}
+
+registry& registry::add_raw_transactional(const std::string& kind,
+                                          raw_transactional_handler fn) {
+  if (kind.empty())
+    throw std::invalid_argument("registry: a job kind must not be empty");
+  handler_entry e;
+  e.transactional = std::move(fn);
+  handlers_[kind] = std::move(e);
   return *this;
 }
 
@@ -51,6 +83,8 @@ registry::dispatch registry::dispatch_of(const std::string& kind) const {
     return dispatch::inline_sync; // fails at once, without a thread
   if (i->second.async)
     return dispatch::async;
+  if (i->second.transactional)
+    return dispatch::transactional;
   return i->second.mode == handler_mode::non_blocking ? dispatch::inline_sync
                                                       : dispatch::blocking;
 }
@@ -68,6 +102,12 @@ job_outcome registry::run(const claimed_job& job,
     return failure_of(job.id, outcome_kind::terminal_failure,
                       "unknown job kind '" + job.kind
                         + "': no handler is registered for it on this worker");
+  if (i->second.transactional)
+    return failure_of(job.id, outcome_kind::terminal_failure,
+                      "job kind '" + job.kind
+                        + "' has a transactional handler, which runs only "
+                          "in a worker's runtime (it needs the job's "
+                          "database): registry::run cannot run it");
   if (!i->second.sync) {
     // An asynchronous kind, run to its end on this thread (tests, one-off
     // runs; the runtime starts these without a thread): its timers sleep
@@ -92,16 +132,54 @@ job_outcome registry::run(const claimed_job& job,
     return std::move(*result);
   }
   nlohmann::json args;
-  try {
-    args = nlohmann::json::parse(job.args);
-  } catch (const std::exception& e) {
-    return failure_of(job.id, outcome_kind::terminal_failure,
-                      malformed_args_error(job.kind, e.what()).what());
-  }
-  job_context ctx{job.id,          job.kind,     job.queue, job.attempt,
-                  job.error_count, job.metadata, cancel};
+  job_outcome failure;
+  if (!parse_job_args(job, args, failure))
+    return failure;
+  auto ctx = context_of(job, cancel);
   try {
     return outcome_of(job.id, job.kind, i->second.sync(args, ctx));
+  } catch (...) {
+    return outcome_of_exception(job.id, job.kind, std::current_exception());
+  }
+}
+
+job_outcome registry::run_transactional(const claimed_job& job,
+                                        const cancellation_token& cancel,
+                                        storage::transaction_pool& pool) const {
+  auto i = handlers_.find(job.kind);
+  if (i == handlers_.end() || !i->second.transactional)
+    return run(job, cancel);
+  auto started = std::chrono::steady_clock::now();
+  nlohmann::json args;
+  job_outcome failure;
+  if (!parse_job_args(job, args, failure))
+    return failure;
+  auto ctx = context_of(job, cancel);
+  job_outcome run;
+  run.job_id = job.id;
+  run.lease = job.lease;
+  run.attempt = job.attempt;
+  run.observed = !job.started_row.empty();
+  run.job_kind = job.kind;
+  run.queue = job.queue;
+  transaction_scope in_tx = [&](const std::function<outcome(pqxx::work&)>& body) {
+    return pool.transact(run, job.deadline_ms, started, cancel,
+                         [&](pqxx::work& tx) {
+                           auto out = outcome_of(job.id, job.kind, body(tx));
+                           // An outcome the handler could not ask for (a
+                           // negative delay) is a failure: its writes go.
+                           if (out.kind == outcome_kind::terminal_failure)
+                             throw terminal_error(out.message);
+                           out.duration_ms = std::chrono::duration_cast<
+                                               std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now()
+                                               - started)
+                                               .count();
+                           return out;
+                         });
+  };
+  try {
+    return i->second.transactional(args, ctx, in_tx);
   } catch (...) {
     return outcome_of_exception(job.id, job.kind, std::current_exception());
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <pqxx/transaction>
 
 #include "actor_worker/messages/async.hpp"
 #include "actor_worker/messages/event.hpp"
@@ -23,6 +24,10 @@
 #include "actor_worker/messages/job_handlers.hpp"
 
 namespace aw {
+
+namespace storage {
+class transaction_pool;
+}
 
 /// Handlers, hooks and follow-ups by job kind (see messages/job_handlers.hpp
 /// for what the actors use).
@@ -67,6 +72,91 @@ public:
       },
       mode);
   }
+
+  // -- transactional handlers ---------------------------------------------------
+  //
+  // A transactional handler's writes and its job's outcome commit in one
+  // transaction of the job's database, or neither does: the effect happens
+  // exactly once per job, however often a crash makes the job run again.
+  // The transaction is opened on a connection of the transactional pool
+  // (database.transactional_pool_size), already holding the run's lease:
+  // the job's row is locked, so no rescue, release or other run can finish
+  // it meanwhile. The handler does its SQL in it and returns nothing
+  // (completed) or an aw::outcome (retry_after, snooze, cancel,
+  // wait_for_callback), which is written in the same transaction with its
+  // durable follow-ups. Throwing rolls everything back, and the failure is
+  // recorded the usual way. The transaction may stay open at most
+  // database.transaction_timeout, less when the job's deadline or lease
+  // leaves less. A run that is no longer this worker's rolls back and
+  // records nothing (ec::stale_run). Do only this database's SQL in `tx`
+  // and never commit it: the runtime does.
+
+  /// Runs a transactional handler's part in the run's transaction and
+  /// returns the run's outcome as recorded (job_outcome::record).
+  using transaction_scope = std::function<job_outcome(
+    const std::function<outcome(pqxx::work&)>& body)>;
+
+  /// A transactional handler of raw JSON args: parses them, does what it
+  /// does outside the transaction, then calls `in_tx` once with its
+  /// transactional part and returns what that returned.
+  using raw_transactional_handler = std::function<job_outcome(
+    const nlohmann::json& args, const job_context& ctx,
+    const transaction_scope& in_tx)>;
+
+  /// Registers `fn(const Args&, const job_context&, pqxx::work&)` for
+  /// `kind`, returning nothing (completed) or an aw::outcome.
+  template <class Args, class F>
+  registry& add_transactional(const std::string& kind, F fn) {
+    return add_raw_transactional(
+      kind, [kind, fn = std::move(fn)](const nlohmann::json& json,
+                                       const job_context& ctx,
+                                       const transaction_scope& in_tx) {
+        auto args = parse_args<Args>(kind, json);
+        return in_tx([&](pqxx::work& tx) { return call(fn, args, ctx, tx); });
+      });
+  }
+
+  /// Registers a transactional handler in two parts: `before(const Args&,
+  /// const job_context&)` runs first, outside any transaction and holding
+  /// no connection (slow external work: an API call, a file), then
+  /// `fn(const Args&, const job_context&, R&, pqxx::work&)` in the
+  /// transaction, with what `before` returned (R; without the R& when
+  /// `before` returns void). Throwing from `before` fails the run as from
+  /// a blocking handler, with no transaction opened.
+  template <class Args, class Before, class F>
+  registry& add_transactional(const std::string& kind, Before before, F fn) {
+    return add_raw_transactional(
+      kind, [kind, before = std::move(before),
+             fn = std::move(fn)](const nlohmann::json& json,
+                                 const job_context& ctx,
+                                 const transaction_scope& in_tx) {
+        auto args = parse_args<Args>(kind, json);
+        using R = decltype(before(args, ctx));
+        if constexpr (std::is_void_v<R>) {
+          before(args, ctx);
+          return in_tx(
+            [&](pqxx::work& tx) { return call(fn, args, ctx, tx); });
+        } else {
+          R prepared = before(args, ctx);
+          return in_tx([&](pqxx::work& tx) {
+            return call(fn, args, ctx, prepared, tx);
+          });
+        }
+      });
+  }
+
+  /// Registers a raw transactional handler for `kind`.
+  registry& add_raw_transactional(const std::string& kind,
+                                  raw_transactional_handler fn);
+
+  /// Runs a transactional kind's handler to its end on the calling thread,
+  /// its transaction on a connection of `pool` (the job's database), and
+  /// returns the outcome: committed, stale, or (rolled back, or failed
+  /// before its transaction) pending for storage to record. Another kind
+  /// runs as run() runs it. Never throws.
+  job_outcome run_transactional(const claimed_job& job,
+                                const cancellation_token& cancel,
+                                storage::transaction_pool& pool) const;
 
   /// Registers a raw handler for `kind`.
   registry& add_raw_handler(const std::string& kind, raw_handler fn,
@@ -287,12 +377,12 @@ private:
 
   /// Calls `fn`; a handler that returns nothing completed its job.
   template <class F, class... Ts>
-  static outcome call(F& fn, const Ts&... xs) {
-    if constexpr (std::is_void_v<decltype(fn(xs...))>) {
-      fn(xs...);
+  static outcome call(F& fn, Ts&&... xs) {
+    if constexpr (std::is_void_v<decltype(fn(std::forward<Ts>(xs)...))>) {
+      fn(std::forward<Ts>(xs)...);
       return outcome::completed();
     } else {
-      return fn(xs...);
+      return fn(std::forward<Ts>(xs)...);
     }
   }
 
@@ -300,6 +390,7 @@ private:
     raw_handler sync;
     raw_async_handler async;
     handler_mode mode = handler_mode::blocking;
+    raw_transactional_handler transactional;
   };
 
   std::unordered_map<std::string, handler_entry> handlers_;

@@ -68,8 +68,9 @@ struct registry_runner::gate {
 };
 
 registry_runner::registry_runner(std::shared_ptr<const job_handlers> reg,
-                                 size_t max_blocking_threads)
-  : reg_(std::move(reg)),
+                                 size_t max_blocking_threads,
+                                 transactional_run transactional)
+  : reg_(std::move(reg)), transactional_(std::move(transactional)),
     pool_(std::make_shared<blocking_pool>(max_blocking_threads)),
     runs_(std::make_shared<blocking_runs>()),
     gate_(std::make_shared<gate>()) {
@@ -109,10 +110,18 @@ std::optional<job_outcome> registry_runner::start(claimed_job job,
     std::lock_guard<std::mutex> guard{runs_->mtx};
     runs_->running.insert(job.id);
   }
-  pool_->submit([reg = reg_, pool = std::weak_ptr<blocking_pool>{pool_},
-                 runs = runs_, g = gate_, key, job = std::move(job),
-                 cancel = ctx.cancel] {
-    g->complete(key, reg->run(job, cancel));
+  // (A transactional run holds a thread as a blocking one does, and its
+  // connection only while its transaction is open.)
+  auto run = mode == job_handlers::dispatch::transactional && transactional_
+               ? transactional_
+               : transactional_run{[reg = reg_](const claimed_job& j,
+                                                const cancellation_token& c) {
+                   return reg->run(j, c);
+                 }};
+  pool_->submit([run = std::move(run),
+                 pool = std::weak_ptr<blocking_pool>{pool_}, runs = runs_,
+                 g = gate_, key, job = std::move(job), cancel = ctx.cancel] {
+    g->complete(key, run(job, cancel));
     std::lock_guard<std::mutex> guard{runs->mtx};
     runs->running.erase(job.id);
     if (runs->abandoned.erase(job.id) > 0)

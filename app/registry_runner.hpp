@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,9 +22,17 @@ class blocking_pool;
 /// at most `max_blocking_threads` threads.
 class registry_runner : public job_runner {
 public:
-  /// Runs the handlers of `reg`, the blocking ones on a pool of at most `max_blocking_threads` threads.
+  /// Runs a transactional kind's job to its end on the calling thread
+  /// (registry::run_transactional on the job's database's pool).
+  using transactional_run = std::function<job_outcome(
+    const claimed_job& job, const cancellation_token& cancel)>;
+
+  /// Runs the handlers of `reg`, the blocking ones on a pool of at most
+  /// `max_blocking_threads` threads, and so do transactional ones, through
+  /// `transactional` (none: they fail, as without a database).
   registry_runner(std::shared_ptr<const job_handlers> reg,
-                  size_t max_blocking_threads);
+                  size_t max_blocking_threads,
+                  transactional_run transactional = nullptr);
   ~registry_runner() override;
 
   std::optional<job_outcome> start(claimed_job job, const run_context& ctx,
@@ -41,6 +50,7 @@ public:
 
 private:
   std::shared_ptr<const job_handlers> reg_;
+  transactional_run transactional_;
   std::shared_ptr<blocking_pool> pool_;
   /// Blocking jobs whose handler runs now, and those of them the executor
   /// gave up on (each holds a thread the pool may replace meanwhile).

@@ -25,6 +25,7 @@
 #include "actor_worker/actors/supervisor.hpp"
 #include "actor_worker/storage/callbacks.hpp"
 #include "actor_worker/storage/enqueue.hpp"
+#include "actor_worker/storage/transaction_pool.hpp"
 #include "actor_worker/app/registry.hpp"
 #include "actor_worker/messages/error.hpp"
 
@@ -138,12 +139,6 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
       },
       observer_, std::move(dash));
   }
-  size_t threads = 0;
-  for (auto& q : cfg.queues)
-    threads += static_cast<size_t>(q.concurrency);
-  // Threads for handlers that may block: started on demand, at most one
-  // per concurrency slot, given back when idle.
-  runner_ = std::make_shared<registry_runner>(reg, threads);
   // Hooks may block: the dispatcher gets a thread of its own.
   auto hooks = sys.spawn<caf::detached>(hook_dispatcher_behavior, reg,
                                         std::shared_ptr<observer>{observer_});
@@ -154,20 +149,18 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
     std::lock_guard<std::mutex> guard{all.mtx};
     all.running = parts.size();
   }
-  // Not under the lock: a supervisor that ended already runs its functor
-  // (which takes the lock) inside attach_functor.
+  // One supervisor per database, and a transactional pool per database
+  // with the same connection options as its storage actors.
+  std::vector<supervisor_config> configs;
+  auto pools = std::make_shared<
+    std::map<std::string, std::shared_ptr<storage::transaction_pool>>>();
   for (auto& [name, part] : parts) {
-    shards::shard sh;
-    sh.database = name;
-    for (auto& q : part.queues)
-      sh.queues.push_back(q.name);
     supervisor_config sc;
     sc.config = std::move(part);
     sc.database = name;
     sc.worker_id = worker_id_;
     sc.host = host;
     sc.version = AW_VERSION;
-    sc.runner = runner_;
     sc.handlers = reg;
     sc.hooks = hooks;
     if (gate_)
@@ -175,6 +168,37 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
     if (observer_)
       sc.watcher = observer_->for_database(name);
     sc.sample_interval = sc.config.metrics.queue_stats_interval;
+    auto& db = sc.config.database;
+    (*pools)[name] = std::make_shared<storage::transaction_pool>(
+      store_options(sc), reg->observed_kinds(), follow_ups_of(sc),
+      db.transactional_pool_size, db.transaction_timeout);
+    configs.push_back(std::move(sc));
+  }
+  size_t threads = 0;
+  for (auto& q : cfg.queues)
+    threads += static_cast<size_t>(q.concurrency);
+  // Threads for handlers that may block: started on demand, at most one
+  // per concurrency slot, given back when idle. Transactional handlers run
+  // there too, their transactions on their job's database's pool.
+  runner_ = std::make_shared<registry_runner>(
+    reg, threads,
+    [reg, pools, routes = cfg](const claimed_job& job,
+                               const cancellation_token& cancel) {
+      auto pool = pools->find(routes.database_of(job.queue));
+      if (pool == pools->end()) // a queue this node claims has its database
+        return failure_of(job.id, outcome_kind::retryable_failure,
+                          "no transactional pool for the database of queue '"
+                            + job.queue + "'");
+      return reg->run_transactional(job, cancel, *pool->second);
+    });
+  // Not under the lock: a supervisor that ended already runs its functor
+  // (which takes the lock) inside attach_functor.
+  for (auto& sc : configs) {
+    shards::shard sh;
+    sh.database = sc.database;
+    for (auto& q : sc.config.queues)
+      sh.queues.push_back(q.name);
+    sc.runner = runner_;
     auto sup = sys.spawn(supervisor_behavior, std::move(sc));
     sh.supervisor = caf::actor_cast<caf::actor>(sup);
     {

@@ -45,6 +45,10 @@
 #   ENQUEUE (sql)           how the backlog is enqueued: sql (one INSERT INTO
 #                           jobs ... SELECT, the SQL contract) or copy
 #                           (psql's \copy of N rows into jobs: COPY)
+#   KIND (noop)             the kind of the backlog's jobs: noop (a non-blocking
+#                           handler) or noop_tx (a transactional handler that
+#                           does nothing: each job completes in a transaction
+#                           of its own; bench/transactional.sh)
 #   HOLD (0)                1: a session holds a transaction id open in
 #                           another database of the server from before the
 #                           backlog is inserted to the end of the drain (an
@@ -96,6 +100,8 @@ machine_cpu() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t
 
 # ---- the binary ----------------------------------------------------------------------------------
 ENQUEUE=${ENQUEUE:-sql}
+KIND=${KIND:-noop}
+case "$KIND" in noop|noop_tx) ;; *) die "KIND is noop or noop_tx, not '$KIND'" ;; esac
 case "$ENQUEUE" in sql|copy) ;; *) die "ENQUEUE is sql or copy, not '$ENQUEUE'" ;; esac
 HOLD=${HOLD:-0}
 case "$HOLD" in 0|1|same) ;; *) die "HOLD is 0, 1 or same, not '$HOLD'" ;; esac
@@ -218,14 +224,14 @@ one_run() {
   start_holder "$db"
   local tq te
   if [ "$ENQUEUE" = copy ]; then
-    [ -f "$WORK/jobs.copy" ] || awk -v n="$N" 'BEGIN { for (i = 1; i <= n; i++) printf "noop\t{\"id\": %d}\n", i }' >"$WORK/jobs.copy"
+    [ -f "$WORK/jobs.copy" ] || awk -v n="$N" -v k="$KIND" 'BEGIN { for (i = 1; i <= n; i++) printf "%s\t{\"id\": %d}\n", k, i }' >"$WORK/jobs.copy"
   fi
   tq=$(now)
   if [ "$ENQUEUE" = copy ]; then
     sql "$db" -c "\\copy jobs (kind, args) from '$WORK/jobs.copy'"
   else
     sql "$db" -c "insert into jobs (kind, args)
-                  select 'noop', jsonb_build_object('id', i) from generate_series(1, $N) as i"
+                  select '$KIND', jsonb_build_object('id', i) from generate_series(1, $N) as i"
   fi
   te=$(fsub "$(now)" "$tq")
   [ "$(sql "$db" -c "select count(*) from jobs")" = "$N" ] \

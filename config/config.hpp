@@ -29,6 +29,12 @@ struct database_config {
   /// session settings or session advisory locks, and LISTEN only on
   /// listen_url.
   std::string pooler = defaults::pooler;
+  /// Connections for the transactions of transactional handlers (>= 1),
+  /// opened when first needed (defaults::transactional_pool_size).
+  int transactional_pool_size = defaults::transactional_pool_size;
+  /// The longest a transactional handler's transaction may stay open
+  /// (> 0; defaults::transaction_timeout).
+  std::chrono::milliseconds transaction_timeout = defaults::transaction_timeout;
   /// Where the LISTEN connection goes (a URL straight to PostgreSQL, past
   /// the pooler). Empty: `url` when pooler = "none"; with pooler =
   /// "transaction", no LISTEN at all (idle pollers find new jobs every
@@ -51,7 +57,8 @@ struct database_config {
 struct named_database {
   /// The section's name (not "default": that is the [database] section).
   std::string name;
-  /// url, pool_size, pooler, listen_url, as in [database]. The url is
+  /// url, pool_size, pooler, listen_url, transactional_pool_size,
+  /// transaction_timeout, as in [database]. The url is
   /// required (no DATABASE_URL fallback) and never logged.
   database_config settings;
 };

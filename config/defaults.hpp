@@ -18,6 +18,22 @@ using namespace std::chrono_literals;
 /// (bench/results); more connections make smaller batches and more commits.
 constexpr int pool_size = 2;
 
+/// Connections a node opens, per database and on demand, for the
+/// transactions of transactional handlers (registry::add_transactional):
+/// apart from pool_size, so a slow handler transaction never delays a claim,
+/// an outcome or a heartbeat. At most this many such transactions are open
+/// at once; runs beyond wait their turn. Eight keeps a concurrency-10 queue
+/// nearly busy (a run holds its connection only while its transaction is
+/// open) without taking much of PostgreSQL's default 100 connections.
+constexpr int transactional_pool_size = 8;
+
+/// The longest a transactional handler's transaction may stay open (its
+/// statements and the pauses between them); shorter when the job's
+/// deadline or lease leaves less. A transaction holds its job's row lock
+/// and a connection of the transactional pool: half a minute is ample for
+/// the SQL of a job, and short enough that a handler that hangs lets go.
+constexpr std::chrono::milliseconds transaction_timeout = 30s;
+
 /// What sits between the worker and PostgreSQL: "none" (direct
 /// connections: statements are prepared once per connection, LISTEN wakes
 /// idle pollers). Set "transaction" behind PgBouncer in transaction mode.

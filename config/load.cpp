@@ -958,7 +958,9 @@ void read_worker(const std::string& source, const toml::table& w,
 /// [database] or [databases.NAME] (`p`: "database." or "databases.NAME.").
 void read_database(const std::string& source, const toml::table& db,
                    const std::string& p, database_config& out) {
-  reject_unknown(source, db, p, {"url", "pool_size", "pooler", "listen_url"});
+  reject_unknown(source, db, p,
+                 {"url", "pool_size", "pooler", "listen_url",
+                  "transactional_pool_size", "transaction_timeout"});
   read_string(source, db, p, "url", out.url);
   read_string(source, db, p, "listen_url", out.listen_url);
   read_string(source, db, p, "pooler", out.pooler);
@@ -966,6 +968,13 @@ void read_database(const std::string& source, const toml::table& db,
     throw config_error(where(source, *db.get("pooler"), p + "pooler")
                        + ": expected \"none\" or \"transaction\"");
   read_int(source, db, p, "pool_size", out.pool_size, 1, 64);
+  read_int(source, db, p, "transactional_pool_size",
+           out.transactional_pool_size, 1, 1000);
+  read_duration(source, db, p, "transaction_timeout", out.transaction_timeout);
+  if (out.transaction_timeout.count() <= 0)
+    throw config_error(where(source, *db.get("transaction_timeout"),
+                             p + "transaction_timeout")
+                       + ": must be greater than 0");
 }
 
 void read_queue(const std::string& source, const toml::table& q,

@@ -23,6 +23,8 @@ const char* to_string(ec code) {
       return "follow_up_failed";
     case ec::database_misconfigured:
       return "database_misconfigured";
+    case ec::stale_run:
+      return "stale_run";
   }
   return "unknown_error";
 }

@@ -36,6 +36,12 @@ enum class ec : uint8_t {
   /// role or database. A configuration error: the CLI exits 2 and `run`
   /// stops instead of retrying.
   database_misconfigured,
+  /// A transactional handler's run (app/registry.hpp, add_transactional)
+  /// was no longer this worker's when its transaction checked the lease or
+  /// recorded the outcome (released, rescued, claimed again): the
+  /// transaction rolled back, the handler's writes with it, and nothing
+  /// was recorded. The run that holds the job now records its outcome.
+  stale_run,
 };
 
 /// The category atom under which CAF carries our codes.

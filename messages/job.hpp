@@ -150,40 +150,6 @@ enum class outcome_kind : uint8_t {
 /// Renders an outcome kind for logs.
 const char* to_string(outcome_kind k);
 
-/// The result of one run of one job.
-struct job_outcome {
-  /// The job the outcome is about.
-  int64_t job_id = 0;
-  /// The run's lease (claimed_job::lease): storage writes the outcome only
-  /// while that lease still holds the job.
-  int64_t lease = 0;
-  /// The run's attempt (claimed_job::attempt), for its events.
-  int32_t attempt = 0;
-  /// What the handler decided (completed, retry, snooze, cancel, ...).
-  outcome_kind kind = outcome_kind::completed;
-  /// The failure message recorded as `last_error_message` (the reason for
-  /// a cancel); empty on success.
-  std::string message;
-  /// retry_after / snoozed: the delay; waiting_callback: the timeout.
-  int64_t delay_ms = 0;
-  /// How long the handler ran.
-  int64_t duration_ms = 0;
-  /// The job's kind has hooks or follow-ups: storage reads the committed
-  /// row for its event.
-  bool observed = false;
-  /// The job's kind and queue, for the log line of the recorded outcome.
-  std::string job_kind;
-  /// The job's queue.
-  std::string queue;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
-  return f(caf::meta::type_name("job_outcome"), x.job_id, x.lease,
-           x.attempt, x.kind, x.message, x.delay_ms, x.duration_ms,
-           x.observed, x.job_kind, x.queue);
-}
-
 /// Why maintenance rescued a running job.
 enum class rescue_reason : uint8_t {
   /// Its worker stopped refreshing the lease for the reclaim window.
@@ -265,6 +231,64 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_event& x) {
   return f(caf::meta::type_name("job_event"), x.type, x.kind, x.job_json,
            x.duration_ms, x.message, x.reason, x.attempt);
+}
+
+/// Who records a run's outcome.
+enum class outcome_record : uint8_t {
+  /// Storage does, once the outcome reaches it: every run but a
+  /// transactional handler's.
+  pending,
+  /// A transactional handler's run committed it, in the transaction that
+  /// also committed the handler's own writes (app/registry.hpp,
+  /// add_transactional): storage only reports it.
+  committed,
+  /// A transactional handler's run found the job no longer this worker's
+  /// (released, rescued, claimed again): its transaction rolled back,
+  /// nothing was written (ec::stale_run).
+  stale,
+};
+
+/// The result of one run of one job.
+struct job_outcome {
+  /// The job the outcome is about.
+  int64_t job_id = 0;
+  /// The run's lease (claimed_job::lease): storage writes the outcome only
+  /// while that lease still holds the job.
+  int64_t lease = 0;
+  /// The run's attempt (claimed_job::attempt), for its events.
+  int32_t attempt = 0;
+  /// What the handler decided (completed, retry, snooze, cancel, ...).
+  outcome_kind kind = outcome_kind::completed;
+  /// The failure message recorded as `last_error_message` (the reason for
+  /// a cancel); empty on success.
+  std::string message;
+  /// retry_after / snoozed: the delay; waiting_callback: the timeout.
+  int64_t delay_ms = 0;
+  /// How long the handler ran.
+  int64_t duration_ms = 0;
+  /// The job's kind has hooks or follow-ups: storage reads the committed
+  /// row for its event.
+  bool observed = false;
+  /// The job's kind and queue, for the log line of the recorded outcome.
+  std::string job_kind;
+  /// The job's queue.
+  std::string queue;
+  /// Whether a transactional handler's run recorded it already
+  /// (outcome_record): storage then writes nothing.
+  outcome_record record = outcome_record::pending;
+  /// record == committed: the transition fires this event (its job_json
+  /// empty when nobody observes the kind). Storage reports it as if it had
+  /// written the outcome itself: log line, metrics, hooks.
+  bool has_event = false;
+  /// The event, when has_event.
+  job_event event;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
+  return f(caf::meta::type_name("job_outcome"), x.job_id, x.lease,
+           x.attempt, x.kind, x.message, x.delay_ms, x.duration_ms,
+           x.observed, x.job_kind, x.queue, x.record, x.has_event, x.event);
 }
 
 /// What storage did with an outcome.

@@ -28,6 +28,10 @@ public:
     inline_sync,
     /// Started inline; completes through its job_promise.
     async,
+    /// On the blocking pool, its SQL and the job's outcome in one
+    /// transaction of the job's database (app/registry.hpp,
+    /// add_transactional).
+    transactional,
   };
 
   virtual ~job_handlers() = default;

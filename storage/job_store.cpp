@@ -6,6 +6,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include <unistd.h>
@@ -175,6 +177,11 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_cleanup_nodes", sql::cleanup_nodes},
     {"aw_queue_samples", sql::queue_samples},
     {"aw_queue_controls_apply", sql::queue_controls_apply},
+    {"aw_transactional_limits", sql::transactional_limits},
+    {"aw_transactional_lease", sql::transactional_lease},
+    {"aw_transactional_held", sql::transactional_held},
+    {"aw_transactional_terminate", sql::transactional_terminate},
+    {"aw_backend_start", sql::backend_start},
   };
   return all;
 }
@@ -204,6 +211,7 @@ void job_store::connect() {
 }
 
 void job_store::disconnect() noexcept {
+  backend_started_.clear();
   try {
     conn_.reset();
   } catch (...) {
@@ -406,12 +414,16 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
 
 std::vector<finish_report>
 job_store::finish_in(pqxx::transaction_base& tx,
-                     const std::vector<job_outcome>& outcomes) {
+                     const std::vector<job_outcome>& outcomes,
+                     bool rows_only) {
   std::vector<finish_report> reports(outcomes.size());
   auto fire = [&](size_t i, event_type type, std::string json) {
     reports[i].result = finish_result::applied;
     reports[i].event = transition_event(type, std::move(json), outcomes[i]);
     reports[i].has_event = true;
+  };
+  auto on_lane = [rows_only](int64_t lease) {
+    return !rows_only && storage::on_lane(lease);
   };
   const auto& me = opts_.worker_id;
   bool deleting = opts_.completed_retention.count() == 0;
@@ -572,6 +584,163 @@ job_store::finish_in(pqxx::transaction_base& tx,
       enqueue_many(tx, requests);
   }
   return reports;
+}
+
+namespace {
+
+/// A failure of `job` to record the usual way instead of its transaction.
+job_outcome rolled_back(const job_outcome& job, const std::string& why) {
+  job_outcome out = job;
+  out.kind = outcome_kind::retryable_failure;
+  out.message = why;
+  out.delay_ms = 0;
+  out.record = outcome_record::pending;
+  out.has_event = false;
+  out.event = {};
+  return out;
+}
+
+/// `job` as recorded by its own transaction (`record`).
+job_outcome recorded(job_outcome job, outcome_record record) {
+  job.record = record;
+  return job;
+}
+
+} // namespace
+
+job_outcome job_store::transact(const job_outcome& job,
+                                std::chrono::milliseconds limit,
+                                const cancellation_token& cancel,
+                                const transactional_body& body) {
+  auto started = std::chrono::steady_clock::now();
+  connect();
+  if (backend_started_.empty()) {
+    pqxx::nontransaction q(*conn_, "aw_backend_start");
+    auto r = run(q, "aw_backend_start");
+    if (!r.empty())
+      backend_started_ = r[0]["started"].as<std::string>();
+  }
+  // A run stopped (deadline, lost lease, cancel request, shutdown) while a
+  // statement of its transaction runs has that statement cancelled, so the
+  // transaction rolls back now, not at its limit. The guard ends that once
+  // the transaction is over: the connection goes on to other runs.
+  struct cancel_guard {
+    std::mutex mtx;
+    pqxx::connection_base* conn = nullptr;
+  };
+  auto guard = std::make_shared<cancel_guard>();
+  guard->conn = conn_.get();
+  struct disarm {
+    std::shared_ptr<cancel_guard> g;
+    ~disarm() {
+      std::lock_guard<std::mutex> lock{g->mtx};
+      g->conn = nullptr;
+    }
+  } disarmed{guard};
+  cancel.on_cancel([guard](const std::string&) {
+    std::lock_guard<std::mutex> lock{guard->mtx};
+    if (guard->conn != nullptr) {
+      try {
+        guard->conn->cancel_query();
+      } catch (...) {
+        // nothing to cancel, or the connection is gone: either way done
+      }
+    }
+  });
+  job_outcome out;
+  {
+    pqxx::work tx(*conn_, "aw_transactional");
+    run(tx, "aw_transactional_limits",
+        std::to_string(std::max<int64_t>(limit.count(), 1)));
+    const auto& me = opts_.worker_id;
+    if (on_lane(job.lease)
+        && run(tx, "aw_materialize", me,
+               to_array_literal(std::vector<int64_t>{job.lease}),
+               to_array_literal(std::vector<int64_t>{job.job_id}))
+             .empty())
+      return recorded(job, outcome_record::stale);
+    if (run(tx, "aw_transactional_lease", me, job.job_id, job.lease).empty())
+      return recorded(job, outcome_record::stale);
+    out = body(tx);
+    out.job_id = job.job_id;
+    out.lease = job.lease;
+    out.attempt = job.attempt;
+    out.observed = job.observed;
+    out.job_kind = job.job_kind;
+    out.queue = job.queue;
+    // Whatever stopped the run also stops its writes: the executor
+    // records the failure this becomes as the cancellation demands (a
+    // deadline rescue, a cancel, or nothing once the job is lost).
+    if (cancel.cancelled())
+      return rolled_back(out, "the run was stopped before its transaction "
+                              "committed (" + cancel.reason()
+                                + "); its writes were rolled back");
+    if (std::chrono::steady_clock::now() - started > limit)
+      return rolled_back(out, "its transaction ran past its limit of "
+                                + std::to_string(limit.count())
+                                + " ms; its writes were rolled back");
+    auto reports = finish_in(tx, {out}, true);
+    if (reports.front().result != finish_result::applied)
+      return recorded(out, outcome_record::stale);
+    out.has_event = reports.front().has_event;
+    out.event = std::move(reports.front().event);
+    int pid = conn_->backendpid();
+    auto backend = backend_started_;
+    try {
+      tx.commit();
+    } catch (const pqxx::in_doubt_error&) {
+      {
+        std::lock_guard<std::mutex> lock{guard->mtx};
+        guard->conn = nullptr;
+      }
+      disconnect();
+      if (still_held_after_lost_commit(job, pid, backend, cancel))
+        return rolled_back(out, "its transaction's COMMIT got no reply, and "
+                                "reading showed it did not commit; its "
+                                "writes were not applied");
+      // It committed: the event's row is as written, but nobody can say
+      // whether the hooks' copy is current; the transition stands.
+      out.record = outcome_record::committed;
+      return out;
+    }
+  }
+  out.record = outcome_record::committed;
+  return out;
+}
+
+bool job_store::still_held_after_lost_commit(const job_outcome& job, int pid,
+                                             const std::string& started,
+                                             const cancellation_token& cancel) {
+  auto backoff = std::chrono::milliseconds{50};
+  for (;;) {
+    try {
+      connect();
+      if (!started.empty())
+        for (int i = 0; i < 200; ++i) {
+          pqxx::nontransaction q(*conn_, "aw_transactional_terminate");
+          if (run(q, "aw_transactional_terminate", pid, started)
+                .empty())
+            break;
+          std::this_thread::sleep_for(std::chrono::milliseconds{50});
+        }
+      pqxx::nontransaction q(*conn_, "aw_transactional_held");
+      auto r = run(q, "aw_transactional_held", opts_.worker_id,
+                             job.job_id, job.lease);
+      return r[0][0].as<bool>();
+    } catch (const pqxx::broken_connection&) {
+      disconnect();
+    } catch (const pqxx::in_doubt_error&) {
+      disconnect();
+    } catch (const pqxx::sql_error& e) {
+      // A server that is starting up, a standby not yet promoted: wait.
+      disconnect();
+    }
+    // Until the job is known to be lost (then whatever is returned is
+    // dropped) or the database answers.
+    if (!cancel.sleep_for(backoff))
+      return true;
+    backoff = std::min(backoff * 2, std::chrono::milliseconds{2000});
+  }
 }
 
 int64_t job_store::release(const std::vector<held_job>& jobs, bool started) {

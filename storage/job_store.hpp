@@ -19,17 +19,15 @@
 #include <utility>
 #include <vector>
 
+#include <pqxx/transaction>
+
 #include "actor_worker/config/defaults.hpp"
+#include "actor_worker/messages/cancellation.hpp"
 #include "actor_worker/messages/job.hpp"
 #include "actor_worker/messages/observer.hpp"
 #include "actor_worker/storage/backend.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 
-namespace pqxx {
-class connection_base;
-class result;
-class transaction_base;
-}
 
 namespace aw::storage {
 
@@ -136,6 +134,33 @@ public:
   std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes,
                                     bool in_doubt = false);
 
+  /// What a transactional handler does in its transaction: its SQL in
+  /// `tx`, and then the run's outcome (job_outcome::kind, message,
+  /// delay_ms). Throwing rolls the transaction back.
+  using transactional_body = std::function<job_outcome(pqxx::work& tx)>;
+
+  /// Runs a transactional handler's `body` for `job` (its job_id, lease,
+  /// attempt, observed, job_kind and queue) in one transaction with the
+  /// outcome it returns and that outcome's follow-ups: all commit, or none
+  /// does. First the transaction takes the run's lease (a lane job becomes
+  /// a running row of its batch, and the row is locked, so nothing else
+  /// finishes or moves the job meanwhile) and limits itself to `limit`
+  /// (statement and idle timeouts). Returns the outcome with `record`:
+  ///  - committed: it committed (`event` for the hooks);
+  ///  - stale: the lease no longer held the job, at the start or when the
+  ///    outcome was written: rolled back, nothing written (ec::stale_run);
+  ///  - pending: rolled back before the commit because `cancel` fired or
+  ///    `limit` passed, or the COMMIT's reply was lost and reading showed
+  ///    it had not happened: a retryable failure that says so, for storage
+  ///    to record the usual way (guarded by the same lease).
+  /// A COMMIT whose reply is lost is resolved by reading, never by
+  /// writing again: the server process that sent it is ended first, then
+  /// the lease is read. Throws what `body` throws (rolled back) and
+  /// pqxx's errors (rolled back, or the connection broke before COMMIT).
+  job_outcome transact(const job_outcome& job, std::chrono::milliseconds limit,
+                       const cancellation_token& cancel,
+                       const transactional_body& body);
+
   /// Kinds whose transitions someone observes (hooks or follow-ups): only
   /// for those do claims and completions return the row.
   void observe(const std::vector<std::string>& kinds);
@@ -238,9 +263,20 @@ private:
   pqxx::result run(pqxx::transaction_base& tx, const char* name,
                    Args&&... args);
 
-  /// finish()'s work, in `tx` (not committed).
+  /// finish()'s work, in `tx` (not committed). `rows_only`: every job is
+  /// a running row of its batch already, lane leases included (a
+  /// transactional handler's transaction made it one).
   std::vector<finish_report> finish_in(pqxx::transaction_base& tx,
-                                       const std::vector<job_outcome>& outcomes);
+                                       const std::vector<job_outcome>& outcomes,
+                                       bool rows_only = false);
+
+  /// After a transactional handler's COMMIT got no reply: ends the server
+  /// process that sent it (`pid`, started at `started`), then reads whether
+  /// the lease of `job` still holds its job (then the commit did not
+  /// happen). Retries until it can read, or `cancel` fires (then: held).
+  bool still_held_after_lost_commit(const job_outcome& job, int pid,
+                                    const std::string& started,
+                                    const cancellation_token& cancel);
 
   job_store_options opts_;
   /// Text array literal of the observed kinds ("{}" for none).
@@ -250,6 +286,9 @@ private:
   follow_up_function follow_ups_;
   /// Each table vacuum() vacuumed, and its dead tuples when it did.
   std::map<std::string, int64_t> dead_when_vacuumed_;
+  /// This connection's server process and its start time (backend_start),
+  /// read by the first transact() on it: "" until then.
+  std::string backend_started_;
   // pqxx::connection is a typedef (not forward-declarable) and its base has
   // no virtual destructor: the deleter, defined in the .cpp, knows the type.
   using connection_deleter = void (*)(pqxx::connection_base*);

@@ -422,6 +422,16 @@ public:
     done(o);
   }
 
+  /// Ends the oldest held job with `o` (its job_id set here).
+  void finish_as(job_outcome o) {
+    if (held.empty())
+      return;
+    auto [job, done] = std::move(held.front());
+    held.erase(held.begin());
+    o.job_id = job.id;
+    done(o);
+  }
+
   /// Completes the `n` oldest held jobs successfully.
   void complete(size_t n) {
     for (size_t i = 0; i < n && !held.empty(); ++i) {

@@ -430,6 +430,41 @@ BOOST_AUTO_TEST_CASE(overrunning_the_deadline_cancels_the_run_and_charges_it) {
              != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(an_outcome_its_handlers_transaction_committed_stands_past_the_deadline) {
+  // A transactional handler's outcome is in the database with its writes
+  // when it returns: the executor hands it on as it is, even when the
+  // deadline passed or the operator asked to cancel meanwhile.
+  script->backlog = 2;
+  script->deadline_ms = 500;
+  auto p = spawn_poller(2);
+  run();
+  advance(500ms);
+  caf::anon_send(p, cancel_atom::value, std::vector<int64_t>{2});
+  run();
+  job_outcome committed;
+  committed.record = outcome_record::committed;
+  dispatcher->finish_as(committed);
+  dispatcher->finish_as(committed);
+  run();
+  BOOST_REQUIRE_EQUAL(script->outcomes.size(), 2u);
+  for (auto& o : script->outcomes) {
+    BOOST_TEST((o.kind == outcome_kind::completed));
+    BOOST_TEST((o.record == outcome_record::committed));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_stale_transactional_run_is_not_recorded) {
+  script->backlog = 1;
+  spawn_poller(1);
+  run();
+  job_outcome stale;
+  stale.record = outcome_record::stale;
+  dispatcher->finish_as(stale);
+  run();
+  BOOST_TEST(script->outcomes.empty());
+  BOOST_TEST(running() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_handler_that_ignores_its_deadline_is_given_up_as_a_rescue) {
   script->backlog = 2;
   script->deadline_ms = 500;

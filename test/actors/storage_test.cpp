@@ -384,6 +384,34 @@ BOOST_AUTO_TEST_CASE(the_observer_hears_outcomes_errors_and_reachability) {
              boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(an_outcome_committed_by_its_handlers_transaction_is_only_reported) {
+  auto watcher = std::make_shared<recording_observer>();
+  auto observed = sys->spawn(storage_behavior, backend, hook_dispatcher_actor{},
+                             std::shared_ptr<aw::observer>{watcher});
+  spawned.push_back(caf::actor_cast<caf::actor>(observed));
+  auto [p, log] = sink();
+  auto mine = completed(2);
+  mine.record = outcome_record::committed;
+  caf::anon_send(observed, finish_atom::value,
+                 std::vector<job_outcome>{completed(1), mine, completed(3)}, p);
+  run();
+  // Only the others are written; the committed one is reported at once.
+  BOOST_REQUIRE_EQUAL(backend->writes.size(), 1u);
+  BOOST_TEST(backend->writes[0].jobs == (ids_t{1, 3}),
+             boost::test_tools::per_element());
+  BOOST_TEST(reported(*log) == (ids_t{2, 1, 3}),
+             boost::test_tools::per_element());
+  BOOST_REQUIRE_EQUAL(watcher->recorded_outcomes.size(), 3u);
+  // Alone, it writes nothing at all.
+  auto alone = completed(4);
+  alone.record = outcome_record::committed;
+  caf::anon_send(observed, finish_atom::value, std::vector<job_outcome>{alone},
+                 p);
+  run();
+  BOOST_TEST(backend->writes.size() == 1u);
+  BOOST_TEST(reported(*log).back() == 4);
+}
+
 BOOST_AUTO_TEST_CASE(a_failed_claim_is_an_error_for_the_poller_and_changes_no_outcome) {
   backend->claims_unavailable = true;
   auto answer = claim();

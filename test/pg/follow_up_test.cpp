@@ -126,15 +126,7 @@ BOOST_AUTO_TEST_CASE(completed_follow_up_exists_exactly_when_its_trigger_is_comp
       ++samples;
     }
   }};
-  struct joiner {
-    std::atomic<bool>& stop;
-    std::thread& t;
-    ~joiner() {
-      stop = true;
-      if (t.joinable())
-        t.join();
-    }
-  } sampler{stop, sampler_thread};
+  aw::test::thread_joiner sampler{stop, sampler_thread};
   {
     aw::test::worker_node node{db.config(8), std::move(reg)};
     auto ids = aw::test::enqueue_all(db, requests);

@@ -4,6 +4,7 @@
 // check would dominate the run time) and a few string checks.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -60,6 +61,18 @@ results(const std::vector<aw::storage::finish_report>& reports) {
 }
 
 /// One connection, one autocommit statement per call.
+/// Stops a helper thread of a test (sets `stop`, joins `t`) when it goes
+/// out of scope, also when a check fails and throws.
+struct thread_joiner {
+  std::atomic<bool>& stop;
+  std::thread& t;
+  ~thread_joiner() {
+    stop = true;
+    if (t.joinable())
+      t.join();
+  }
+};
+
 struct db_session {
   explicit db_session(const std::string& url) : conn(url) {
   }

@@ -109,10 +109,21 @@ BOOST_AUTO_TEST_CASE(terminal_error_is_terminal) {
   BOOST_TEST(out.message == "account deleted");
 }
 
+BOOST_AUTO_TEST_CASE(a_transactional_kind_runs_only_in_a_runtime) {
+  aw::registry reg;
+  reg.add_transactional<nlohmann::json>(
+    "pay", [](const nlohmann::json&, const aw::job_context&, pqxx::work&) {});
+  BOOST_TEST((reg.dispatch_of("pay") == aw::job_handlers::dispatch::transactional));
+  // Without the job's database there is no transaction to run it in.
+  auto out = reg.run(make_job("pay", "{}", 0));
+  BOOST_TEST(out.kind == aw::outcome_kind::terminal_failure);
+  BOOST_TEST(out.message.find("transactional") != std::string::npos, out.message);
+}
+
 BOOST_AUTO_TEST_CASE(builtin_fail_fails_its_first_n_attempts) {
   aw::registry reg;
   aw::register_builtin_kinds(reg);
-  BOOST_TEST(reg.kinds() == (std::vector<std::string>{"await_callback", "fail", "noop", "sleep"}),
+  BOOST_TEST(reg.kinds() == (std::vector<std::string>{"await_callback", "fail", "noop", "noop_tx", "sleep"}),
              boost::test_tools::per_element());
   auto args = R"({"times":2,"message":"nope"})";
   BOOST_TEST(reg.run(make_job("fail", args, 0)).kind

@@ -1,0 +1,430 @@
+// Transactional handlers (registry::add_transactional) against a real
+// database: the handler's writes, the job's outcome and its follow-ups
+// commit in one transaction or not at all; a failure rolls the writes back
+// and is recorded the usual way; a run that is no longer the worker's
+// rolls back and records nothing (stale_run); the transaction ends at its
+// limit; and a COMMIT cut off by pg_terminate_backend is resolved by
+// reading, so each job's effect exists exactly when the job completed.
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "log_capture.hpp"
+#include "pg_fixture.hpp"
+#include "pg_helpers.hpp"
+#include "worker_node.hpp"
+#include "lifecycle_helpers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto patience = std::chrono::seconds{60};
+
+using json = nlohmann::json;
+
+/// The handlers' effect: one row per committed run.
+void create_effects(aw::test::fresh_database& db) {
+  db.exec("CREATE TABLE effects (job_id bigint NOT NULL, attempt int NOT NULL, "
+          "note text)");
+}
+
+/// Inserts the run's effect in `tx`.
+void write_effect(pqxx::work& tx, const aw::job_context& ctx,
+                  const std::string& note = "") {
+  tx.exec_params("INSERT INTO effects (job_id, attempt, note) "
+                 "VALUES ($1, $2, $3)",
+                 ctx.id, ctx.attempt, note);
+}
+
+/// `n` jobs of `kind` with args {"i": i}.
+std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db,
+                               const std::string& kind, int n,
+                               const json& extra = json::object()) {
+  std::vector<aw::enqueue_request> requests;
+  for (int i = 0; i < n; ++i) {
+    auto args = extra;
+    args["i"] = i;
+    requests.push_back({kind, args, {}});
+  }
+  return aw::test::enqueue_all(db, requests);
+}
+
+/// A fresh database with the effects table, a session on it, a registry.
+struct tx_fixture {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  std::shared_ptr<aw::registry> reg = std::make_shared<aw::registry>();
+
+  tx_fixture() {
+    create_effects(db);
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(transactional_test, tx_fixture)
+
+BOOST_AUTO_TEST_CASE(a_handlers_writes_commit_with_its_completion) {
+  reg->add_transactional<json>(
+    "pay", [](const json& args, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx, std::to_string(args.at("i").get<int>()));
+    });
+  const int n = 300;
+  {
+    aw::test::worker_node node{db.config(10), reg};
+    enqueue_n(db, "pay", n);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = "
+                        "'completed'")
+               == n;
+      },
+      patience));
+  }
+  // Exactly one effect per job, of its one run.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
+  BOOST_TEST(s.scalar("SELECT count(DISTINCT job_id) FROM effects") == n);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects AS e JOIN jobs_live AS j "
+                      "ON j.id = e.job_id AND j.state = 'completed' "
+                      "AND j.attempt = e.attempt AND j.args->>'i' = e.note")
+             == n);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_throw_rolls_the_writes_back_and_the_failure_is_recorded) {
+  reg->add_transactional<json>(
+    "flaky", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+      if (ctx.attempt == 1)
+        throw std::runtime_error("the bank said no");
+      if (ctx.attempt == 2)
+        throw aw::terminal_error("the card is gone for good");
+    });
+  auto cfg = db.config(4);
+  {
+    aw::test::worker_node node{cfg, reg};
+    auto ids = enqueue_n(db, "flaky", 1);
+    // The retry comes after its backoff (2 s): run it at once.
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE error_count = 1 "
+                        "AND state = 'scheduled'")
+               == 1;
+      },
+      patience));
+    BOOST_TEST(s.text("SELECT last_error_message FROM jobs_live")
+               == "the bank said no");
+    s.exec("UPDATE jobs SET run_at = now()");
+    node.rt().wake();
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] { return s.scalar("SELECT count(*) FROM dead_letter_jobs") == 1; },
+      patience));
+  }
+  // Neither run's write committed.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
+  BOOST_TEST(s.text("SELECT last_error_message FROM dead_letter_jobs")
+             == "the card is gone for good");
+}
+
+BOOST_AUTO_TEST_CASE(every_outcome_commits_with_the_writes_and_its_follow_ups) {
+  reg->add_transactional<json>(
+    "order", [](const json& args, const aw::job_context& ctx, pqxx::work& tx) {
+      auto what = args.at("outcome").get<std::string>();
+      write_effect(tx, ctx, what);
+      if (what == "retry")
+        return aw::outcome::retry_after(1h, "the warehouse is closed");
+      if (what == "snooze")
+        return aw::outcome::snooze(1h);
+      if (what == "cancel")
+        return aw::outcome::cancel("the customer changed their mind");
+      if (what == "wait")
+        return aw::outcome::wait_for_callback(1h);
+      return aw::outcome::completed();
+    });
+  reg->add_raw("receipt", [](const json&, const aw::job_context&) {});
+  // A follow-up of each completion goes to a queue nobody serves here.
+  reg->on_completed_enqueue<json>(
+    "order", [](const json& args, const json& job) {
+      aw::enqueue_request r;
+      r.kind = "receipt";
+      r.args = {{"order", job.at("id")}, {"i", args.at("i")}};
+      r.options.queue = "receipts";
+      return r;
+    });
+  std::vector<aw::enqueue_request> requests;
+  for (const char* what : {"complete", "retry", "snooze", "cancel", "wait"})
+    requests.push_back({"order", json{{"outcome", what}, {"i", 0}}, {}});
+  {
+    aw::test::worker_node node{db.config(4), reg};
+    aw::test::enqueue_all(db, requests);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] { return s.scalar("SELECT count(*) FROM effects") == 5; },
+      patience));
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'order' "
+                        "AND state = 'running'")
+               == 0;
+      },
+      patience));
+  }
+  auto state_of = [&](const std::string& what) {
+    return s.text("SELECT j.state || ':' || j.error_count FROM jobs_live AS j "
+                  "JOIN effects AS e ON e.job_id = j.id WHERE e.note = '"
+                  + what + "'");
+  };
+  BOOST_TEST(state_of("complete") == "completed:0");
+  BOOST_TEST(state_of("retry") == "scheduled:1");
+  BOOST_TEST(state_of("snooze") == "scheduled:0");
+  BOOST_TEST(state_of("cancel") == "cancelled:0");
+  BOOST_TEST(state_of("wait") == "waiting_external:0");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'order' "
+                      "AND state = 'waiting_external' AND callback_id IS NOT NULL")
+             == 1);
+  // The completion's follow-up, and only that one.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'receipt' "
+                      "AND (args->>'order')::bigint = (SELECT job_id FROM "
+                      "effects WHERE note = 'complete')")
+             == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'receipt'")
+             == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_follow_up_that_throws_rolls_the_writes_back) {
+  reg->add_transactional<json>(
+    "order", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+    });
+  reg->on_completed_enqueue<json>(
+    "order", [](const json&, const json&) -> std::optional<aw::enqueue_request> {
+      throw std::runtime_error("the receipt printer is on fire");
+    });
+  {
+    aw::test::worker_node node{db.config(2), reg};
+    enqueue_n(db, "order", 1);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE error_count = 1")
+               == 1;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
+  BOOST_TEST(aw::test::contains(
+    s.text("SELECT last_error_message FROM jobs_live"),
+    "the receipt printer is on fire"));
+}
+
+BOOST_AUTO_TEST_CASE(the_part_before_runs_outside_the_transaction) {
+  std::atomic<int> open_during_before{-1};
+  auto url = db.url;
+  reg->add_transactional<json>(
+    "ship",
+    [&open_during_before, url](const json& args, const aw::job_context&) {
+      // The slow external call: no transaction of this worker is open.
+      aw::test::db_session probe{url};
+      open_during_before = static_cast<int>(probe.scalar(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+        "current_database() AND state LIKE 'idle in transaction%'"));
+      return "tracking-" + std::to_string(args.at("i").get<int>());
+    },
+    [](const json&, const aw::job_context& ctx, std::string& tracking,
+       pqxx::work& tx) { write_effect(tx, ctx, tracking); });
+  reg->add_transactional<json>(
+    "refused", [](const json&, const aw::job_context&) {
+      throw std::runtime_error("the carrier refused the parcel");
+    },
+    [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx, "never");
+    });
+  {
+    aw::test::worker_node node{db.config(2), reg};
+    enqueue_n(db, "ship", 1);
+    enqueue_n(db, "refused", 1);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = "
+                        "'completed' OR error_count = 1")
+               == 2;
+      },
+      patience));
+  }
+  BOOST_TEST(open_during_before.load() == 0);
+  BOOST_TEST(s.text("SELECT note FROM effects") == "tracking-0");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 1);
+  BOOST_TEST(s.text("SELECT last_error_message FROM jobs_live WHERE kind = "
+                    "'refused'")
+             == "the carrier refused the parcel");
+}
+
+BOOST_AUTO_TEST_CASE(a_run_no_longer_the_workers_rolls_back_and_records_nothing) {
+  std::atomic<int> bodies{0};
+  auto url = db.url;
+  reg->add_transactional<json>(
+    "late",
+    [url](const json&, const aw::job_context& ctx) {
+      // Meanwhile its claim is taken back, as a rescue would.
+      aw::test::db_session other{url};
+      other.exec("UPDATE job_batches SET rescued_at = now() "
+                 "WHERE rescued_at IS NULL");
+      static_cast<void>(ctx);
+    },
+    [&bodies](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      ++bodies;
+      write_effect(tx, ctx);
+    });
+  aw::test::log_capture logs;
+  {
+    aw::test::worker_node node{db.config(2), reg};
+    enqueue_n(db, "late", 1);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] { return logs.has("stale_run"); }, patience));
+  }
+  BOOST_TEST(bodies.load() == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = "
+                      "'completed'")
+             == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_transaction_ends_at_its_limit) {
+  reg->add_transactional<json>(
+    "slow", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+      if (ctx.attempt == 1)
+        tx.exec("SELECT pg_sleep(5)");
+    });
+  auto cfg = db.config(2);
+  cfg.database.transaction_timeout = 500ms;
+  {
+    aw::test::worker_node node{cfg, reg};
+    enqueue_n(db, "slow", 1);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE error_count = 1")
+               == 1;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
+  BOOST_TEST(aw::test::contains(
+    s.text("SELECT last_error_message FROM jobs_live"), "statement timeout"));
+}
+
+BOOST_AUTO_TEST_CASE(a_cancel_request_stops_the_running_statement_and_rolls_back) {
+  reg->add_transactional<json>(
+    "long", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+      tx.exec("SELECT pg_sleep(20)");
+    });
+  {
+    aw::test::worker_node node{db.config(2), reg};
+    auto id = enqueue_n(db, "long", 1).front();
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
+                        "datname = current_database() AND query = "
+                        "'SELECT pg_sleep(20)'")
+               == 1;
+      },
+      patience));
+    auto started = std::chrono::steady_clock::now();
+    auto r = aw::test::run_binary("jobs cancel " + std::to_string(id), db.url);
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = "
+                        "'cancelled'")
+               == 1;
+      },
+      patience));
+    // Well before the statement's 20 s: it was cancelled, not waited for.
+    BOOST_TEST((std::chrono::steady_clock::now() - started < 10s));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_commit_cut_off_is_resolved_by_reading) {
+  // Every COMMIT of a handler's transaction pauses in a deferred trigger;
+  // a killer terminates the server process of every other one it sees
+  // there. Each terminated COMMIT must not count: its job runs again, and
+  // in the end every job completed with exactly one effect.
+  db.exec("CREATE FUNCTION pause_commit() RETURNS trigger LANGUAGE plpgsql "
+          "AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END $$");
+  db.exec("CREATE CONSTRAINT TRIGGER pause_commit AFTER INSERT ON effects "
+          "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+          "EXECUTE FUNCTION pause_commit()");
+  reg->add_transactional<json>(
+    "pay", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+    });
+  const int n = 60;
+  std::atomic<bool> stop{false};
+  std::atomic<int> terminated{0};
+  std::thread killer{[&] {
+    aw::test::db_session k{db.url};
+    std::set<std::string> seen; // COMMITs by pid and transaction start
+    while (!stop) {
+      auto r = k.query("SELECT pid, pid || '@' || xact_start FROM "
+                       "pg_stat_activity WHERE datname = current_database() "
+                       "AND query = 'COMMIT' AND state = 'active' AND "
+                       "wait_event = 'PgSleep'");
+      for (const auto& row : r)
+        if (seen.insert(row[1].as<std::string>()).second
+            && seen.size() % 2 == 1) {
+          k.query("SELECT pg_terminate_backend("
+                  + std::to_string(row[0].as<int>()) + ")");
+          ++terminated;
+        }
+      std::this_thread::sleep_for(5ms);
+    }
+  }};
+  aw::test::thread_joiner join_killer{stop, killer};
+  {
+    auto cfg = db.config(4);
+    cfg.worker.max_retries = 100;
+    aw::test::worker_node node{cfg, reg};
+    enqueue_n(db, "pay", n);
+    // Failed runs come back after their backoff: pull them forward.
+    auto all_done = aw::test::wait_until(
+      [&] {
+        s.exec("UPDATE jobs SET run_at = now() WHERE state = 'scheduled' "
+               "AND run_at > now()");
+        node.rt().wake();
+        return s.scalar("SELECT count(*) FROM jobs_live WHERE state = "
+                        "'completed'")
+               == n;
+      },
+      patience);
+    if (!all_done)
+      for (const auto& row : s.query(
+             "SELECT id, state, attempt, error_count, run_at, "
+             "last_error_message FROM jobs_live WHERE state <> 'completed'"))
+        BOOST_TEST_MESSAGE("not completed: " << row[0].c_str() << " "
+                           << row[1].c_str() << " attempt " << row[2].c_str()
+                           << " errors " << row[3].c_str() << " run_at "
+                           << row[4].c_str() << ": " << row[5].c_str());
+    BOOST_REQUIRE(all_done);
+    stop = true;
+  }
+  BOOST_TEST_MESSAGE(terminated.load() << " COMMITs terminated");
+  BOOST_TEST(terminated.load() > 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
+  BOOST_TEST(s.scalar("SELECT count(DISTINCT job_id) FROM effects") == n);
+  // Each effect is of the run that completed the job.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects AS e JOIN jobs_live AS j "
+                      "ON j.id = e.job_id AND j.attempt = e.attempt")
+             == n);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
