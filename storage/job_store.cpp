@@ -694,51 +694,53 @@ job_outcome job_store::transact(const job_outcome& job,
         guard->conn = nullptr;
       }
       disconnect();
-      if (still_held_after_lost_commit(job, pid, backend, cancel))
+      auto held = still_held_after_lost_commit(job, pid, backend, cancel);
+      if (!held)
+        return rolled_back(out, "its transaction's COMMIT got no reply, and "
+                                "the run was stopped (" + cancel.reason()
+                                  + ") before reading could tell whether it "
+                                    "committed");
+      if (*held)
         return rolled_back(out, "its transaction's COMMIT got no reply, and "
                                 "reading showed it did not commit; its "
                                 "writes were not applied");
-      // It committed: the event's row is as written, but nobody can say
-      // whether the hooks' copy is current; the transition stands.
-      out.record = outcome_record::committed;
-      return out;
+      // It committed, with the outcome and the event as written.
     }
   }
   out.record = outcome_record::committed;
   return out;
 }
 
-bool job_store::still_held_after_lost_commit(const job_outcome& job, int pid,
-                                             const std::string& started,
-                                             const cancellation_token& cancel) {
+std::optional<bool>
+job_store::still_held_after_lost_commit(const job_outcome& job, int pid,
+                                        const std::string& started,
+                                        const cancellation_token& cancel) {
   auto backoff = std::chrono::milliseconds{50};
   for (;;) {
     try {
       connect();
-      if (!started.empty())
-        for (int i = 0; i < 200; ++i) {
-          pqxx::nontransaction q(*conn_, "aw_transactional_terminate");
-          if (run(q, "aw_transactional_terminate", pid, started)
-                .empty())
-            break;
-          std::this_thread::sleep_for(std::chrono::milliseconds{50});
-        }
+      // The server process that got the COMMIT goes first (it may still be
+      // committing), waited for up to 10 s.
+      for (int i = 0; i < 200 && !started.empty(); ++i) {
+        pqxx::nontransaction q(*conn_, "aw_transactional_terminate");
+        if (run(q, "aw_transactional_terminate", pid, started).empty())
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+      }
       pqxx::nontransaction q(*conn_, "aw_transactional_held");
-      auto r = run(q, "aw_transactional_held", opts_.worker_id,
-                             job.job_id, job.lease);
+      auto r = run(q, "aw_transactional_held", opts_.worker_id, job.job_id,
+                   job.lease);
       return r[0][0].as<bool>();
     } catch (const pqxx::broken_connection&) {
       disconnect();
     } catch (const pqxx::in_doubt_error&) {
       disconnect();
-    } catch (const pqxx::sql_error& e) {
+    } catch (const pqxx::sql_error&) {
       // A server that is starting up, a standby not yet promoted: wait.
       disconnect();
     }
-    // Until the job is known to be lost (then whatever is returned is
-    // dropped) or the database answers.
     if (!cancel.sleep_for(backoff))
-      return true;
+      return std::nullopt;
     backoff = std::min(backoff * 2, std::chrono::milliseconds{2000});
   }
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,8 +274,9 @@ private:
   /// After a transactional handler's COMMIT got no reply: ends the server
   /// process that sent it (`pid`, started at `started`), then reads whether
   /// the lease of `job` still holds its job (then the commit did not
-  /// happen). Retries until it can read, or `cancel` fires (then: held).
-  bool still_held_after_lost_commit(const job_outcome& job, int pid,
+  /// happen). Retries until it can read; nothing when `cancel` fires
+  /// first.
+  std::optional<bool> still_held_after_lost_commit(const job_outcome& job, int pid,
                                     const std::string& started,
                                     const cancellation_token& cancel);
 
