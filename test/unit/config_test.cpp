@@ -64,6 +64,8 @@ BOOST_AUTO_TEST_CASE(reads_every_documented_key) {
 [database]
 url = "postgresql://u@h/db"
 pool_size = 6
+transactional_pool_size = 3
+transaction_timeout = "5s"
 [worker]
 node = "node-a"
 poll_interval = "250ms"
@@ -80,6 +82,8 @@ concurrency = 3
                               "worker.toml");
   BOOST_TEST(cfg.database.url == "postgresql://u@h/db");
   BOOST_TEST(cfg.database.pool_size == 6);
+  BOOST_TEST(cfg.database.transactional_pool_size == 3);
+  BOOST_TEST(cfg.database.transaction_timeout.count() == 5000);
   BOOST_TEST(cfg.worker.node == "node-a");
   BOOST_TEST(cfg.worker.poll_interval.count() == 250);
   BOOST_TEST(cfg.worker.max_retries == 5);
@@ -453,6 +457,15 @@ BOOST_AUTO_TEST_CASE(kind_names_are_bounded_and_printable) {
   BOOST_TEST(contains(long_name, "1 to 200 bytes"), long_name);
 }
 
+BOOST_AUTO_TEST_CASE(transactional_settings_out_of_range_name_their_key) {
+  auto zero = error_of("[database]\ntransaction_timeout = \"0\"\n");
+  BOOST_TEST(contains(zero, "database.transaction_timeout"), zero);
+  BOOST_TEST(contains(zero, "greater than 0"), zero);
+  auto none = error_of("[database]\ntransactional_pool_size = 0\n");
+  BOOST_TEST(contains(none, "database.transactional_pool_size"), none);
+  BOOST_TEST(contains(none, "out of range"), none);
+}
+
 BOOST_AUTO_TEST_CASE(the_example_worker_toml_shows_every_worker_default) {
   // examples/worker.toml says it shows "every key, with its default": the
   // values it sets must be those of config/defaults.hpp.
@@ -478,6 +491,11 @@ BOOST_AUTO_TEST_CASE(the_example_worker_toml_shows_every_worker_default) {
   BOOST_TEST(w.idle_poll_permits == d.idle_poll_permits);
   BOOST_TEST(w.local_queue_size == d.local_queue_size);
   BOOST_TEST(w.local_queue_bytes == d.local_queue_bytes);
+  aw::database_config db;
+  BOOST_TEST(cfg.database.pool_size == db.pool_size);
+  BOOST_TEST(cfg.database.transactional_pool_size == db.transactional_pool_size);
+  BOOST_TEST((cfg.database.transaction_timeout == db.transaction_timeout),
+             same(cfg.database.transaction_timeout, db.transaction_timeout));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
