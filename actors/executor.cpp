@@ -89,9 +89,8 @@ void finish(executor_pointer self, job_outcome outcome) {
       = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - run.started)
           .count();
-    if (committed) {
-      // Recorded as the handler returned it.
-    } else if (run.overran) {
+    // A committed outcome was recorded as the handler returned it.
+    if (run.overran && !committed) {
       outcome.kind = outcome_kind::deadline_exceeded;
       outcome.message = "deadline exceeded: the run took longer than "
                         + format_duration(

@@ -68,6 +68,24 @@ struct tx_fixture {
   tx_fixture() {
     create_effects(db);
   }
+
+  /// Runs one job of `kind` on a worker with `cfg` until its first attempt
+  /// failed; returns that attempt's error message.
+  std::string first_failure(const aw::runtime_config& cfg,
+                            const std::string& kind) {
+    {
+      aw::test::worker_node node{cfg, reg};
+      enqueue_n(db, kind, 1);
+      BOOST_REQUIRE(aw::test::wait_until(
+        [&] {
+          return s.scalar("SELECT count(*) FROM jobs_live WHERE error_count "
+                          "= 1")
+                 == 1;
+        },
+        patience));
+    }
+    return s.text("SELECT last_error_message FROM jobs_live");
+  }
 };
 
 } // namespace
@@ -209,20 +227,10 @@ BOOST_AUTO_TEST_CASE(a_follow_up_that_throws_rolls_the_writes_back) {
     "order", [](const json&, const json&) -> std::optional<aw::enqueue_request> {
       throw std::runtime_error("the receipt printer is on fire");
     });
-  {
-    aw::test::worker_node node{db.config(2), reg};
-    enqueue_n(db, "order", 1);
-    BOOST_REQUIRE(aw::test::wait_until(
-      [&] {
-        return s.scalar("SELECT count(*) FROM jobs_live WHERE error_count = 1")
-               == 1;
-      },
-      patience));
-  }
+  auto error = first_failure(db.config(2), "order");
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
-  BOOST_TEST(aw::test::contains(
-    s.text("SELECT last_error_message FROM jobs_live"),
-    "the receipt printer is on fire"));
+  BOOST_TEST(aw::test::contains(error, "the receipt printer is on fire"),
+             error);
 }
 
 BOOST_AUTO_TEST_CASE(the_part_before_runs_outside_the_transaction) {
@@ -306,19 +314,9 @@ BOOST_AUTO_TEST_CASE(the_transaction_ends_at_its_limit) {
     });
   auto cfg = db.config(2);
   cfg.database.transaction_timeout = 500ms;
-  {
-    aw::test::worker_node node{cfg, reg};
-    enqueue_n(db, "slow", 1);
-    BOOST_REQUIRE(aw::test::wait_until(
-      [&] {
-        return s.scalar("SELECT count(*) FROM jobs_live WHERE error_count = 1")
-               == 1;
-      },
-      patience));
-  }
+  auto error = first_failure(cfg, "slow");
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
-  BOOST_TEST(aw::test::contains(
-    s.text("SELECT last_error_message FROM jobs_live"), "statement timeout"));
+  BOOST_TEST(aw::test::contains(error, "statement timeout"), error);
 }
 
 BOOST_AUTO_TEST_CASE(a_cancel_request_stops_the_running_statement_and_rolls_back) {
