@@ -316,9 +316,20 @@ void deliver(storage_pointer self, const pending_outcome* entries,
     }
   }
   rescue_follow_ups(self, rescues);
-  for (size_t i = 0; i < count; ++i)
+  for (size_t i = 0; i < count; ++i) {
     if (reports[i].has_event)
       publish(self, std::move(reports[i].event));
+    // A park that applied a resolution kept while its job ran: the
+    // resolution's event comes after the park's.
+    if (reports[i].has_resolution) {
+      spdlog::info("job {} (kind '{}'): the callback resolution that came "
+                   "while it ran was applied as it parked ({})",
+                   entries[i].outcome.job_id,
+                   printable(entries[i].outcome.job_kind),
+                   to_string(reports[i].resolution.type));
+      publish(self, std::move(reports[i].resolution));
+    }
+  }
   for (auto& [addr, entry] : by_poller)
     if (entry.first)
       self->send(entry.first, committed_atom::value, std::move(entry.second));
@@ -557,6 +568,8 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         r.result = finish_result::applied;
         r.has_event = o.has_event;
         r.event = std::move(o.event);
+        r.has_resolution = o.has_resolution;
+        r.resolution = std::move(o.resolution);
         reports.push_back(std::move(r));
         committed.push_back({std::move(o), poller});
       }

@@ -176,9 +176,9 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
   struct child {
     child(uint64_t id, int64_t job_id,
           std::shared_ptr<const command_kind_config> cmd, std::string input,
-          job_promise done)
+          job_promise done, std::string callback_id)
       : id(id), job_id(job_id), cmd(std::move(cmd)), done(std::move(done)),
-        input(std::move(input)) {
+        input(std::move(input)), callback_id(std::move(callback_id)) {
       // nop
     }
 
@@ -192,6 +192,9 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
     int out = -1;
     int err = -1;
     std::string input;
+    /// The run's callback id (AW_CALLBACK_ID), registered before it
+    /// started; empty if none.
+    std::string callback_id;
     size_t written = 0;
     outcome_scanner stdout_scan;
     tail_buffer stderr_tail{defaults::command_stderr_tail};
@@ -419,17 +422,20 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
     std::vector<std::string> env_strings;
     std::vector<char*> envp;
     char** env = environ;
-    if (!c.cmd->env.empty()) {
+    auto vars = c.cmd->env;
+    if (!c.callback_id.empty())
+      vars.emplace_back("AW_CALLBACK_ID", c.callback_id);
+    if (!vars.empty()) {
       for (char** e = environ; *e != nullptr; ++e) {
         std::string entry{*e};
         auto name = entry.substr(0, entry.find('='));
         bool replaced = false;
-        for (auto& [k, v] : c.cmd->env)
+        for (auto& [k, v] : vars)
           replaced = replaced || k == name;
         if (!replaced)
           env_strings.push_back(std::move(entry));
       }
-      for (auto& [k, v] : c.cmd->env)
+      for (auto& [k, v] : vars)
         env_strings.push_back(k + "=" + v);
       for (auto& s : env_strings)
         envp.push_back(s.data());
@@ -625,7 +631,8 @@ command_runner::~command_runner() {
 
 void command_runner::start(std::shared_ptr<const command_kind_config> cmd,
                            int64_t job_id, std::string input, job_promise done,
-                           const cancellation_token& cancel) {
+                           const cancellation_token& cancel,
+                           std::string callback_id) {
   // The id is taken here so the cancel callback can name the child; the
   // I/O thread runs this start before any cancel posted after it.
   uint64_t id;
@@ -634,7 +641,8 @@ void command_runner::start(std::shared_ptr<const command_kind_config> cmd,
     id = ++impl_->next_id;
   }
   auto c = std::make_shared<impl::child>(id, job_id, std::move(cmd),
-                                         std::move(input), std::move(done));
+                                         std::move(input), std::move(done),
+                                         std::move(callback_id));
   impl_->post([i = impl_.get(), c = std::move(c)] { i->start(c); });
   std::weak_ptr<impl> weak = impl_;
   cancel.on_cancel([weak, id](const std::string& why) {
@@ -659,7 +667,7 @@ command_handler(std::shared_ptr<command_runner> runner,
                                               const async_context& ctx,
                                               job_promise done) {
     runner->start(shared, ctx.id, job_document(args, ctx), std::move(done),
-                  ctx.cancel);
+                  ctx.cancel, ctx.callback_id());
   };
 }
 

@@ -4,7 +4,9 @@
 // Each run spawns the command (posix_spawnp, no shell) in a process group
 // of its own, with the default signal dispositions and an empty signal
 // mask whatever the worker's, writes the job document (app/job_protocol.hpp)
-// to its stdin and closes it, and maps how it ended to an outcome:
+// to its stdin and closes it, and maps how it ended to an outcome (a kind
+// with `callback_timeout` also finds its run's callback id in the
+// environment variable AW_CALLBACK_ID):
 //
 //   exit 0                 completed, or the outcome object on the last
 //                          stdout line that holds one
@@ -50,10 +52,11 @@ public:
 
   /// Starts `cmd` for job `job_id` with `input` on its stdin; `done`
   /// receives the outcome. `cancel` stops the child (SIGTERM, then SIGKILL
-  /// after the grace).
+  /// after the grace). `callback_id`, when not empty, is the run's
+  /// registered callback id, in the child's AW_CALLBACK_ID.
   void start(std::shared_ptr<const command_kind_config> cmd, int64_t job_id,
              std::string input, job_promise done,
-             const cancellation_token& cancel);
+             const cancellation_token& cancel, std::string callback_id = {});
 
   /// Children running now.
   size_t running() const;

@@ -152,9 +152,9 @@ struct http_client::impl {
   struct transfer {
     transfer(uint64_t id, int64_t job_id,
              std::shared_ptr<const http_client::kind> kind, std::string body,
-             job_promise done)
+             job_promise done, std::string callback_id)
       : id(id), job_id(job_id), kind(std::move(kind)), body(std::move(body)),
-        done(std::move(done)) {
+        done(std::move(done)), callback_id(std::move(callback_id)) {
       errbuf[0] = '\0';
     }
 
@@ -170,6 +170,9 @@ struct http_client::impl {
     std::shared_ptr<const http_client::kind> kind;
     std::string body;
     job_promise done;
+    /// The run's callback id (X-AW-Callback-Id), registered before it
+    /// started; empty if none.
+    std::string callback_id;
     CURL* easy = nullptr;
     curl_slist* headers = nullptr;
     std::string response;
@@ -279,6 +282,9 @@ struct http_client::impl {
                                        "Content-Type: application/json");
     // No "Expect: 100-continue" round trip for large bodies.
     t->headers = ::curl_slist_append(t->headers, "Expect:");
+    if (!t->callback_id.empty())
+      t->headers = ::curl_slist_append(
+        t->headers, ("X-AW-Callback-Id: " + t->callback_id).c_str());
     for (auto& h : k.cfg.headers)
       t->headers = ::curl_slist_append(
         t->headers,
@@ -404,7 +410,8 @@ http_client::~http_client() {
 
 void http_client::start(std::shared_ptr<const kind> k, int64_t job_id,
                         std::string body, job_promise done,
-                        const cancellation_token& cancel) {
+                        const cancellation_token& cancel,
+                        std::string callback_id) {
   // The id is taken here so the cancel callback can name the transfer;
   // the client's thread runs this start before any cancel posted after it.
   uint64_t id;
@@ -413,7 +420,8 @@ void http_client::start(std::shared_ptr<const kind> k, int64_t job_id,
     id = ++impl_->next_id;
   }
   auto t = std::make_shared<impl::transfer>(id, job_id, std::move(k),
-                                            std::move(body), std::move(done));
+                                            std::move(body), std::move(done),
+                                            std::move(callback_id));
   impl_->post([i = impl_.get(), t = std::move(t)] { i->start(t); });
   std::weak_ptr<impl> weak = impl_;
   cancel.on_cancel([weak, id](const std::string& why) {
@@ -433,7 +441,7 @@ registry::raw_async_handler http_handler(std::shared_ptr<http_client> client,
                                          const async_context& ctx,
                                          job_promise done) {
     client->start(k, ctx.id, job_document(args, ctx), std::move(done),
-                  ctx.cancel);
+                  ctx.cancel, ctx.callback_id());
   };
 }
 

@@ -3,8 +3,9 @@
 // headers = {...}, timeout = "..." }`.
 //
 // Each run POSTs the job document (app/job_protocol.hpp) to the URL with
-// Content-Type: application/json and the configured headers, and maps the
-// response to an outcome:
+// Content-Type: application/json and the configured headers (and, for a
+// kind with `callback_timeout`, its run's callback id in X-AW-Callback-Id),
+// and maps the response to an outcome:
 //
 //   2xx                 completed, or the outcome object the body holds
 //   429, 503            retry after Retry-After (seconds or an HTTP date);
@@ -52,9 +53,11 @@ public:
   static std::shared_ptr<const kind> prepare(http_kind_config cfg);
 
   /// POSTs `body` for job `job_id` as `k` says; `done` receives the
-  /// outcome. `cancel` aborts the transfer.
+  /// outcome. `cancel` aborts the transfer. `callback_id`, when not empty,
+  /// is the run's registered callback id, sent as X-AW-Callback-Id.
   void start(std::shared_ptr<const kind> k, int64_t job_id, std::string body,
-             job_promise done, const cancellation_token& cancel);
+             job_promise done, const cancellation_token& cancel,
+             std::string callback_id = {});
 
   /// Transfers running now.
   size_t running() const;

@@ -66,6 +66,8 @@ std::string job_document(const nlohmann::json& args, const job_context& ctx) {
     {"error_count", ctx.error_count},
     {"run", ctx.attempt},
   };
+  if (auto id = ctx.callback_id(); !id.empty())
+    doc["callback_id"] = id;
   // Replace invalid UTF-8 rather than throw: the text came from the
   // database, which only holds valid UTF-8, so this never loses anything.
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

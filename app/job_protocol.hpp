@@ -13,8 +13,12 @@
 //    "attempt": 3,             the attempt as the retry limit counts it
 //                              (error_count + 1: snoozes do not count)
 //    "error_count": 2,         failed attempts before this run
-//    "run": 4}                 times started, this run included (snoozes
+//    "run": 4,                 times started, this run included (snoozes
 //                              and releases count too)
+//    "callback_id": "..."}     only for a kind with `callback_timeout`: the
+//                              id this run registered before it started,
+//                              to hand on before answering
+//                              wait_for_callback
 //
 // An outcome object (the last stdout line of a command that exits 0, or
 // the body of a 2xx response) ends the run some other way than
@@ -29,8 +33,10 @@
 //                                              not counting an attempt
 //   {"outcome": "cancel", "reason": "..."}     state cancelled
 //   {"outcome": "wait_for_callback", "timeout": "1h"}
-//       parks the job until its callback is resolved (the callback id is
-//       assigned when the job parks: see docs/callbacks.md) or the timeout passes
+//       parks the job until its callback is resolved or the timeout
+//       passes. The callback id is assigned when the job parks, or, for a
+//       kind with `callback_timeout`, before the run started (then that
+//       registration's timeout stands): see docs/callbacks.md
 //
 // Durations are strings as in the configuration ("250ms", "30s", "1h") or
 // a number of seconds. Other keys are ignored. An object whose "outcome"

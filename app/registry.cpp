@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/messages/printable.hpp"
+#include "actor_worker/storage/callbacks.hpp"
 #include "actor_worker/storage/transaction_pool.hpp"
 
 namespace aw {
@@ -31,10 +32,13 @@ bool parse_job_args(const claimed_job& job, nlohmann::json& args,
 
 /// What the handler of `job` sees of it.
 job_context context_of(const claimed_job& job,
-                       const cancellation_token& cancel) {
+                       const cancellation_token& cancel,
+                       std::shared_ptr<run_callback> callback = nullptr) {
   return job_context{job.id,          job.kind,     job.queue, job.attempt,
-                     job.error_count, job.metadata, cancel};
+                     job.error_count, job.metadata, cancel,
+                     std::move(callback)};
 }
+
 
 } // namespace
 
@@ -95,8 +99,37 @@ terminal_error registry::malformed_args_error(const std::string& kind,
 }
 
 
+registry& registry::register_callback_on_start(const std::string& kind,
+                                               std::chrono::milliseconds timeout) {
+  if (kind.empty())
+    throw std::invalid_argument("registry: a job kind must not be empty");
+  if (timeout.count() <= 0 || timeout > defaults::max_duration)
+    throw std::invalid_argument(
+      "register_callback_on_start: kind '" + kind
+      + "': the timeout must be positive and at most 36,500 days, not "
+      + std::to_string(timeout.count()) + " ms");
+  callback_on_start_[kind] = timeout;
+  return *this;
+}
+
+std::optional<std::chrono::milliseconds>
+registry::callback_on_start(const std::string& kind) const {
+  auto i = callback_on_start_.find(kind);
+  if (i == callback_on_start_.end())
+    return std::nullopt;
+  return i->second;
+}
+
+std::runtime_error registry::stale_registration_error(const claimed_job& job) {
+  return std::runtime_error(
+    "register_callback: job " + std::to_string(job.id) + " (kind '" + job.kind
+    + "') is no longer this run's (released, rescued or claimed again): its "
+      "callback id was not registered (stale_run)");
+}
+
 job_outcome registry::run(const claimed_job& job,
-                          const cancellation_token& cancel) const {
+                          const cancellation_token& cancel,
+                          std::shared_ptr<run_callback> callback) const {
   auto i = handlers_.find(job.kind);
   if (i == handlers_.end())
     return failure_of(job.id, outcome_kind::terminal_failure,
@@ -117,6 +150,7 @@ job_outcome registry::run(const claimed_job& job,
     std::optional<job_outcome> result;
     async_context ctx;
     ctx.cancel = cancel;
+    ctx.callback = std::move(callback);
     ctx.timer = [cancel](std::chrono::milliseconds delay,
                          std::function<void()> fn) {
       if (cancel.sleep_for(delay))
@@ -135,7 +169,7 @@ job_outcome registry::run(const claimed_job& job,
   job_outcome failure;
   if (!parse_job_args(job, args, failure))
     return failure;
-  auto ctx = context_of(job, cancel);
+  auto ctx = context_of(job, cancel, std::move(callback));
   try {
     return outcome_of(job.id, job.kind, i->second.sync(args, ctx));
   } catch (...) {
@@ -154,7 +188,23 @@ job_outcome registry::run_transactional(const claimed_job& job,
   job_outcome failure;
   if (!parse_job_args(job, args, failure))
     return failure;
-  auto ctx = context_of(job, cancel);
+  // The run registers its callback id through its transaction while the
+  // transactional part runs (the id is valid once that commits; another
+  // connection would wait for the row the transaction holds), through a
+  // connection of the pool before.
+  auto open_tx = std::make_shared<pqxx::work*>(nullptr);
+  auto ctx = context_of(
+    job, cancel,
+    std::make_shared<run_callback>([&pool, open_tx, job, cancel](
+                                     std::chrono::milliseconds timeout) {
+      auto id = *open_tx != nullptr
+                  ? storage::register_running_callback(
+                      **open_tx, pool.worker_id(), job.id, job.lease, timeout)
+                  : pool.register_callback(job.id, job.lease, timeout, cancel);
+      if (!id)
+        throw stale_registration_error(job);
+      return *id;
+    }));
   job_outcome run;
   run.job_id = job.id;
   run.lease = job.lease;
@@ -165,6 +215,11 @@ job_outcome registry::run_transactional(const claimed_job& job,
   transaction_scope in_tx = [&](const std::function<outcome(pqxx::work&)>& body) {
     return pool.transact(run, job.deadline_ms, started, cancel,
                          [&](pqxx::work& tx) {
+                           struct in_scope {
+                             std::shared_ptr<pqxx::work*> slot;
+                             ~in_scope() { *slot = nullptr; }
+                           } scope{open_tx};
+                           *open_tx = &tx;
                            auto out = outcome_of(job.id, job.kind, body(tx));
                            // An outcome the handler could not ask for (a
                            // negative delay) is a failure: its writes go.
@@ -203,7 +258,7 @@ void registry::start(const claimed_job& job, async_context ctx,
   }
   static_cast<job_context&>(ctx) = job_context{
     job.id, job.kind, job.queue, job.attempt, job.error_count, job.metadata,
-    ctx.cancel};
+    ctx.cancel, ctx.callback};
   try {
     i->second.async(args, ctx, promise);
   } catch (...) {

@@ -193,13 +193,33 @@ public:
   /// this thread). Never throws: an unknown kind and malformed args are
   /// terminal failures, a terminal_error is terminal, any other exception
   /// is retryable.
-  job_outcome run(const claimed_job& job,
-                  const cancellation_token& cancel = {}) const override;
+  job_outcome run(const claimed_job& job, const cancellation_token& cancel = {},
+                  std::shared_ptr<run_callback> callback = nullptr) const override;
+
+  /// Each run of `kind` registers its callback id before its handler
+  /// starts, timing out `timeout` from then: the handler finds it in
+  /// ctx.callback_id() (command kinds in AW_CALLBACK_ID, HTTP kinds in the
+  /// X-AW-Callback-Id header; both in the job document's "callback_id").
+  /// For kinds that must hand the id on but cannot wait for the database
+  /// themselves: asynchronous ones. The registration is one round trip on
+  /// a blocking thread before the start; a run whose registration fails
+  /// fails as its handler would have. Throws std::invalid_argument for a
+  /// timeout out of range.
+  registry& register_callback_on_start(const std::string& kind,
+                                       std::chrono::milliseconds timeout);
+
+  /// The timeout `kind` registers its callback id with before each run.
+  std::optional<std::chrono::milliseconds>
+  callback_on_start(const std::string& kind) const override;
 
   /// Starts the job's asynchronous handler; `done` receives the outcome
   /// exactly once (possibly before start returns). Never throws.
   void start(const claimed_job& job, async_context ctx,
              job_promise::sink done) const override;
+
+  /// The error a run's callback registration throws when the run no
+  /// longer holds its job (ec::stale_run).
+  static std::runtime_error stale_registration_error(const claimed_job& job);
 
   /// The error a typed handler throws when its args do not parse.
   static terminal_error malformed_args_error(const std::string& kind,
@@ -396,6 +416,8 @@ private:
   std::unordered_map<std::string, handler_entry> handlers_;
   std::unordered_map<std::string, std::vector<hook>> hooks_;
   std::unordered_map<std::string, std::vector<follow_up_spec>> follow_ups_;
+  /// register_callback_on_start's kinds and timeouts.
+  std::unordered_map<std::string, std::chrono::milliseconds> callback_on_start_;
 };
 
 } // namespace aw

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "actor_worker/app/blocking_pool.hpp"
+#include "actor_worker/app/registry.hpp"
 
 namespace aw {
 
@@ -69,8 +70,10 @@ struct registry_runner::gate {
 
 registry_runner::registry_runner(std::shared_ptr<const job_handlers> reg,
                                  size_t max_blocking_threads,
-                                 transactional_run transactional)
+                                 transactional_run transactional,
+                                 callback_registrar registrar)
   : reg_(std::move(reg)), transactional_(std::move(transactional)),
+    registrar_(std::move(registrar)),
     pool_(std::make_shared<blocking_pool>(max_blocking_threads)),
     runs_(std::make_shared<blocking_runs>()),
     gate_(std::make_shared<gate>()) {
@@ -100,10 +103,35 @@ std::optional<job_outcome> registry_runner::start(claimed_job job,
                      std::function<void()> fn) {
         g->after(key, run, delay, std::move(fn));
       };
-    reg_->start(job, std::move(actx),
-                [g = gate_, key](job_outcome out) {
-                  g->complete(key, std::move(out));
-                });
+    auto timeout = reg_->callback_on_start(job.kind);
+    if (!timeout) {
+      reg_->start(job, std::move(actx),
+                  [g = gate_, key](job_outcome out) {
+                    g->complete(key, std::move(out));
+                  });
+      return std::nullopt;
+    }
+    // The kind hands its callback id on as it starts: registered first,
+    // on a blocking thread (a round trip the executor must not wait for).
+    actx.callback = callback_of(job, ctx.cancel);
+    pool_->submit([reg = reg_, g = gate_, key, job = std::move(job),
+                   actx = std::move(actx), timeout]() mutable {
+      try {
+        if (!actx.callback)
+          throw std::logic_error("job kind '" + job.kind
+                                 + "' registers its callback id before it "
+                                   "starts, and this runner has no database "
+                                   "to register it in");
+        actx.callback->register_for(*timeout);
+      } catch (...) {
+        g->complete(key, outcome_of_exception(job.id, job.kind,
+                                              std::current_exception()));
+        return;
+      }
+      reg->start(job, std::move(actx), [g, key](job_outcome out) {
+        g->complete(key, std::move(out));
+      });
+    });
     return std::nullopt;
   }
   {
@@ -114,9 +142,11 @@ std::optional<job_outcome> registry_runner::start(claimed_job job,
   // connection only while its transaction is open.)
   auto run = mode == job_handlers::dispatch::transactional && transactional_
                ? transactional_
-               : transactional_run{[reg = reg_](const claimed_job& j,
-                                                const cancellation_token& c) {
-                   return reg->run(j, c);
+               : transactional_run{[reg = reg_,
+                                    callback = callback_of(job, ctx.cancel)](
+                                     const claimed_job& j,
+                                     const cancellation_token& c) {
+                   return reg->run(j, c, callback);
                  }};
   pool_->submit([run = std::move(run),
                  pool = std::weak_ptr<blocking_pool>{pool_}, runs = runs_,
@@ -129,6 +159,20 @@ std::optional<job_outcome> registry_runner::start(claimed_job job,
         p->release_abandoned();
   });
   return std::nullopt;
+}
+
+std::shared_ptr<run_callback>
+registry_runner::callback_of(const claimed_job& job,
+                             const cancellation_token& cancel) const {
+  if (!registrar_)
+    return nullptr;
+  return std::make_shared<run_callback>(
+    [registrar = registrar_, job, cancel](std::chrono::milliseconds timeout) {
+      auto id = registrar(job, timeout, cancel);
+      if (!id)
+        throw registry::stale_registration_error(job);
+      return *id;
+    });
 }
 
 void registry_runner::abandoned(int64_t id) {

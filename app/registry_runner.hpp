@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_set>
 
 #include "actor_worker/actors/job_runner.hpp"
@@ -27,12 +28,24 @@ public:
   using transactional_run = std::function<job_outcome(
     const claimed_job& job, const cancellation_token& cancel)>;
 
+  /// Registers a callback id for `job`'s run on its database, timing out
+  /// `timeout` from now (storage::transaction_pool::register_callback):
+  /// the id, or nothing when the run no longer holds the job. Throws what
+  /// the database throws.
+  using callback_registrar = std::function<std::optional<std::string>(
+    const claimed_job& job, std::chrono::milliseconds timeout,
+    const cancellation_token& cancel)>;
+
   /// Runs the handlers of `reg`, the blocking ones on a pool of at most
   /// `max_blocking_threads` threads, and so do transactional ones, through
-  /// `transactional` (none: they fail, as without a database).
+  /// `transactional` (none: they fail, as without a database). Blocking
+  /// handlers register callback ids through `registrar`, and so do
+  /// asynchronous kinds that register before they start (none: they
+  /// cannot, as without a database).
   registry_runner(std::shared_ptr<const job_handlers> reg,
                   size_t max_blocking_threads,
-                  transactional_run transactional = nullptr);
+                  transactional_run transactional = nullptr,
+                  callback_registrar registrar = nullptr);
   ~registry_runner() override;
 
   std::optional<job_outcome> start(claimed_job job, const run_context& ctx,
@@ -49,8 +62,13 @@ public:
   int64_t stop(std::chrono::milliseconds wait);
 
 private:
+  /// `job`'s callback registration through registrar_ (none without one).
+  std::shared_ptr<run_callback> callback_of(const claimed_job& job,
+                                            const cancellation_token& cancel) const;
+
   std::shared_ptr<const job_handlers> reg_;
   transactional_run transactional_;
+  callback_registrar registrar_;
   std::shared_ptr<blocking_pool> pool_;
   /// Blocking jobs whose handler runs now, and those of them the executor
   /// gave up on (each holds a thread the pool may replace meanwhile).

@@ -190,6 +190,17 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                           "no transactional pool for the database of queue '"
                             + job.queue + "'");
       return reg->run_transactional(job, cancel, *pool->second);
+    },
+    // Callback ids registered while a job runs go through the same pool.
+    [pools, routes = cfg](const claimed_job& job,
+                          std::chrono::milliseconds timeout,
+                          const cancellation_token& cancel) {
+      auto pool = pools->find(routes.database_of(job.queue));
+      if (pool == pools->end())
+        throw std::runtime_error("no database connection pool for queue '"
+                                 + job.queue + "'");
+      return pool->second->register_callback(job.id, job.lease, timeout,
+                                             cancel);
     });
   // Not under the lock: a supervisor that ended already runs its functor
   // (which takes the lock) inside attach_functor.
@@ -397,7 +408,8 @@ callback_outcome runtime::resolve_on(pqxx::connection_base& conn,
     }
   }
   tx.commit();
-  callback_outcome out{action, nlohmann::json::parse(resolved.row_json)};
+  callback_outcome out{action, nlohmann::json::parse(resolved.row_json),
+                       resolved.kept};
   if (resolved.has_event)
     caf::anon_send(caf::actor_cast<hook_dispatcher_actor>(*hooks_),
                    std::move(e));

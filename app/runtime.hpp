@@ -78,6 +78,12 @@ struct callback_outcome {
   /// The committed row: the job as the `jobs` view shows it, or for `fail`
   /// its row in `dead_letter_jobs`.
   nlohmann::json row;
+  /// The job still runs: it registered its callback id while running
+  /// (job_context::register_callback) and has not parked yet. The
+  /// resolution is kept and applied, with its event and follow-ups, when
+  /// that run parks the job; if the run ends any other way it is dropped.
+  /// Nothing fired yet; `row` is the running job's.
+  bool kept = false;
 };
 
 /// What runtime::stop() did.
@@ -179,7 +185,10 @@ public:
   // unknown id, a job no longer waiting, or a follow-up that fails throws
   // storage::callback_error (code(): callback_not_found,
   // callback_not_waiting, follow_up_failed) and changes nothing: the
-  // external sender can retry. Database errors throw pqxx exceptions.
+  // external sender can retry. Database errors throw pqxx exceptions. A
+  // job that registered its id while running and has not parked yet keeps
+  // the resolution for its park (callback_outcome::kept); a second one
+  // before then is refused (callback_not_waiting).
 
   /// Completes the job (event `completed`, zero duration); the payload is
   /// stored in callback_result.

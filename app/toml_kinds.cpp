@@ -33,6 +33,8 @@ void register_toml_kinds(registry& reg, const std::vector<kind_config>& kinds) {
         http = std::make_shared<http_client>();
       reg.add_raw_async(k.name, http_handler(http, std::move(cfg)));
     }
+    if (k.callback_timeout)
+      reg.register_callback_on_start(k.name, *k.callback_timeout);
   }
 }
 

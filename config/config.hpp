@@ -197,6 +197,13 @@ struct kind_config {
   std::optional<command_kind_config> command;
   /// Set for a kind that POSTs each job to a URL (`http`).
   std::optional<http_kind_config> http;
+  /// `callback_timeout`: each run registers its callback id before it
+  /// starts, timing out this long after, and hands it to the program
+  /// (AW_CALLBACK_ID for a command, the X-AW-Callback-Id header for HTTP,
+  /// "callback_id" in the job document for both), which can pass it on
+  /// before it answers wait_for_callback (docs/callbacks.md). Unset: no id
+  /// until the job parks. Greater than 0.
+  std::optional<std::chrono::milliseconds> callback_timeout;
 };
 
 /// [http]: the node's HTTP endpoint: /healthz, /readyz and /metrics

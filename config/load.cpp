@@ -397,11 +397,20 @@ void read_kinds(const std::string& source, const toml::table& kinds,
     kc.where = source + ":" + std::to_string(value.source().begin.line);
     if (command) {
       reject_unknown(source, k, p,
-                     {"command", "env", "cwd", "timeout", "kill_grace"});
+                     {"command", "env", "cwd", "timeout", "kill_grace",
+                      "callback_timeout"});
       kc.command = read_command_kind(source, k, p);
     } else {
-      reject_unknown(source, k, p, {"http"});
+      reject_unknown(source, k, p, {"http", "callback_timeout"});
       kc.http = read_http_kind(source, k, p);
+    }
+    if (auto node = k.get("callback_timeout")) {
+      std::chrono::milliseconds timeout{0};
+      read_duration(source, k, p, "callback_timeout", timeout);
+      if (timeout.count() <= 0 || timeout > defaults::max_duration)
+        throw config_error(where(source, *node, p + "callback_timeout")
+                           + ": must be more than 0 and at most 36500 days");
+      kc.callback_timeout = timeout;
     }
     cfg.kinds.push_back(std::move(kc));
   }

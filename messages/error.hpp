@@ -41,6 +41,8 @@ enum class ec : uint8_t {
   /// recorded the outcome (released, rescued, claimed again): the
   /// transaction rolled back, the handler's writes with it, and nothing
   /// was recorded. The run that holds the job now records its outcome.
+  /// Also: a callback registration (job_context::register_callback) by a
+  /// run that no longer holds its job was refused.
   stale_run,
 };
 

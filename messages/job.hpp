@@ -282,13 +282,19 @@ struct job_outcome {
   bool has_event = false;
   /// The event, when has_event.
   job_event event;
+  /// record == committed: its park applied a callback resolution kept
+  /// while the job ran, which fires this event after `event`.
+  bool has_resolution = false;
+  /// The resolution's event, when has_resolution.
+  job_event resolution;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_outcome& x) {
   return f(caf::meta::type_name("job_outcome"), x.job_id, x.lease,
            x.attempt, x.kind, x.message, x.delay_ms, x.duration_ms,
-           x.observed, x.job_kind, x.queue, x.record, x.has_event, x.event);
+           x.observed, x.job_kind, x.queue, x.record, x.has_event, x.event,
+           x.has_resolution, x.resolution);
 }
 
 /// What storage did with an outcome.

@@ -4,7 +4,10 @@
 // compute the follow-up jobs of one. aw::registry implements it; the actors
 // depend on this interface only, so the runtime layer sits above them.
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,7 @@
 #include "actor_worker/messages/cancellation.hpp"
 #include "actor_worker/messages/enqueue_request.hpp"
 #include "actor_worker/messages/event.hpp"
+#include "actor_worker/messages/handler.hpp"
 #include "actor_worker/messages/job.hpp"
 
 namespace aw {
@@ -42,10 +46,18 @@ public:
   /// Runs the job's handler to its end on the calling thread and maps how
   /// it ended to an outcome. Never throws: an unknown kind and malformed
   /// args are terminal failures, a terminal_error is terminal, any other
-  /// exception is retryable.
+  /// exception is retryable. `callback`: the run's callback registration
+  /// (job_context::register_callback); none where there is no database.
   virtual job_outcome run(const claimed_job& job,
-                          const cancellation_token& cancel = {}) const
+                          const cancellation_token& cancel = {},
+                          std::shared_ptr<run_callback> callback = nullptr) const
     = 0;
+
+  /// The timeout of the callback id each run of `kind` registers before
+  /// its handler starts (registry::register_callback_on_start); nothing
+  /// for kinds that do not.
+  virtual std::optional<std::chrono::milliseconds>
+  callback_on_start(const std::string& kind) const = 0;
 
   /// Starts the job's asynchronous handler; `done` receives the outcome
   /// exactly once (possibly before start returns). Never throws.

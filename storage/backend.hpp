@@ -36,6 +36,12 @@ struct finish_report {
   bool has_event = false;
   /// The event, when has_event.
   job_event event;
+  /// A park that applied, in the same transaction, a callback resolution
+  /// kept while the job ran: it fires `resolution` after `event`.
+  bool has_resolution = false;
+  /// The resolution's event (completed, exhausted or retried), when
+  /// has_resolution.
+  job_event resolution;
 };
 
 /// One claim: up to `limit` due jobs of `queue` whose args and metadata

@@ -3,8 +3,15 @@
 // completed, failed (dead-lettered), retried or resumed by its callback id. Each
 // resolution is one UPDATE (or move) in the caller's transaction, so the
 // caller can insert follow-ups in the same transaction.
+//
+// A running job may register its callback id before it parks
+// (register_running_callback): a resolution of that id while the run goes
+// on is kept, and applied as the run parks the job (job_store::finish_in,
+// through apply_callback).
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +22,7 @@
 
 namespace pqxx {
 class dbtransaction;
+class transaction_base;
 }
 
 namespace aw::storage {
@@ -49,12 +57,16 @@ const char* to_string(callback_action action);
 
 /// What a resolution committed.
 struct callback_resolution {
-  /// The action applied: complete, fail, retry or resume.
+  /// The action applied (or kept): complete, fail, retry or resume.
   callback_action action = callback_action::complete;
-  /// The committed row as JSON: the job's (complete, retry, resume) or, for
-  /// fail, its dead letter's.
+  /// The job still runs (it registered the id while running): the
+  /// resolution is kept, and applied when that run parks the job; any
+  /// other outcome of the run drops it. Nothing fires now.
+  bool kept = false;
+  /// The committed row as JSON: the job's (complete, retry, resume, or a
+  /// kept one) or, for fail, its dead letter's.
   std::string row_json;
-  /// Whether it fires `event` (every action but resume).
+  /// Whether it fires `event` (every action applied but resume).
   bool has_event = false;
   /// The event it fires (completed with zero duration, exhausted or
   /// retried), carrying row_json.
@@ -80,13 +92,43 @@ private:
 };
 
 /// Resolves `callback_id` in `tx`: returns what it applied, the committed
-/// row and the event it fires. Throws callback_error for a malformed or
-/// unknown id or a job that is not waiting any more; the transaction is
-/// then unchanged.
+/// row and the event it fires, or that it was kept for a job that still
+/// runs (callback_resolution::kept). Throws callback_error for a malformed
+/// or unknown id, a job that is not waiting any more, or a running job
+/// that has a resolution kept already; the transaction is then unchanged.
 callback_resolution resolve_callback(pqxx::dbtransaction& tx,
                            const std::string& callback_id,
                            callback_action action,
                            const nlohmann::json& payload,
                            const std::string& error_message);
+
+/// Applies `action` to the job that waits on `callback_id`, which the
+/// caller knows waits and has locked (a park applying a resolution kept
+/// while its job ran). Returns what resolve_callback would.
+callback_resolution apply_callback(pqxx::transaction_base& tx,
+                                   const std::string& callback_id,
+                                   callback_action action,
+                                   const nlohmann::json& payload,
+                                   const std::string& error_message);
+
+/// A resolution kept while its job ran, as wait.sql hands it back
+/// (`early`): {"action", "payload", "error"}.
+struct kept_resolution {
+  callback_action action = callback_action::complete;
+  nlohmann::json payload;
+  std::string error;
+};
+
+/// Parses a kept resolution's JSON text; throws std::invalid_argument
+/// saying what is wrong.
+kept_resolution parse_kept_resolution(const std::string& text);
+
+/// Registers a callback id for job `job_id` of run `lease` of `worker`,
+/// timing out `timeout` from now, in `tx`: the id, or nothing when the run
+/// no longer holds the job (callback_register.sql).
+std::optional<std::string>
+register_running_callback(pqxx::transaction_base& tx, const std::string& worker,
+                          int64_t job_id, int64_t lease,
+                          std::chrono::milliseconds timeout);
 
 } // namespace aw::storage

@@ -16,6 +16,7 @@
 #include <pqxx/pqxx>
 
 #include "actor_worker/config/defaults.hpp"
+#include "actor_worker/storage/callbacks.hpp"
 #include "actor_worker/storage/queue_samples.hpp"
 #include "sql_statements.hpp"
 
@@ -563,10 +564,25 @@ job_store::finish_in(pqxx::transaction_base& tx,
                               defaults::notify_channel))
           fire(i, event_type::cancelled, std::move(*row));
         break;
-      case outcome_kind::waiting_callback:
-        if (auto row = single("aw_wait", o.job_id, o.lease, o.delay_ms))
-          fire(i, event_type::waiting_for_callback, std::move(*row));
+      case outcome_kind::waiting_callback: {
+        auto r = run(tx, "aw_wait", o.job_id, o.lease, o.delay_ms);
+        if (r.empty())
+          break;
+        fire(i, event_type::waiting_for_callback,
+             r[0]["row_json"].as<std::string>());
+        // A resolution that came while the job ran (it registered its id)
+        // is applied now: the park and it commit together.
+        if (!r[0]["early"].is_null()) {
+          auto kept = parse_kept_resolution(r[0]["early"].as<std::string>());
+          auto applied = apply_callback(tx, r[0]["callback_id"].as<std::string>(),
+                                        kept.action, kept.payload, kept.error);
+          if (applied.has_event) {
+            reports[i].has_resolution = true;
+            reports[i].resolution = std::move(applied.event);
+          }
+        }
         break;
+      }
     }
   }
   // Durable follow-ups: inserted in this transaction, so they commit with
@@ -574,12 +590,17 @@ job_store::finish_in(pqxx::transaction_base& tx,
   // are best effort after its commit (the storage actor runs them).
   if (follow_ups_) {
     std::vector<enqueue_request> requests;
-    for (auto& r : reports)
+    for (auto& r : reports) {
       if (r.has_event && !r.event.job_json.empty()
           && r.event.type != event_type::rescued) {
         auto more = follow_ups_of(follow_ups_, r.event);
         std::move(more.begin(), more.end(), std::back_inserter(requests));
       }
+      if (r.has_resolution) {
+        auto more = follow_ups_of(follow_ups_, r.resolution);
+        std::move(more.begin(), more.end(), std::back_inserter(requests));
+      }
+    }
     if (!requests.empty())
       enqueue_many(tx, requests);
   }
@@ -597,6 +618,8 @@ job_outcome rolled_back(const job_outcome& job, const std::string& why) {
   out.record = outcome_record::pending;
   out.has_event = false;
   out.event = {};
+  out.has_resolution = false;
+  out.resolution = {};
   return out;
 }
 
@@ -684,6 +707,8 @@ job_outcome job_store::transact(const job_outcome& job,
       return recorded(out, outcome_record::stale);
     out.has_event = reports.front().has_event;
     out.event = std::move(reports.front().event);
+    out.has_resolution = reports.front().has_resolution;
+    out.resolution = std::move(reports.front().resolution);
     int pid = conn_->backendpid();
     auto backend = backend_started_;
     try {
@@ -709,6 +734,17 @@ job_outcome job_store::transact(const job_outcome& job,
   }
   out.record = outcome_record::committed;
   return out;
+}
+
+std::optional<std::string>
+job_store::register_callback(int64_t job_id, int64_t lease,
+                             std::chrono::milliseconds timeout) {
+  connect();
+  pqxx::work tx(*conn_, "aw_register_callback");
+  auto id = register_running_callback(tx, opts_.worker_id, job_id, lease,
+                                      timeout);
+  tx.commit();
+  return id;
 }
 
 std::optional<bool>

@@ -162,6 +162,13 @@ public:
                        const cancellation_token& cancel,
                        const transactional_body& body);
 
+  /// Registers a callback id for job `job_id` while run `lease` of this
+  /// worker holds it, timing out `timeout` from now, in a transaction of
+  /// its own (storage/callbacks.hpp, register_running_callback): the id,
+  /// or nothing when the run no longer holds the job.
+  std::optional<std::string> register_callback(int64_t job_id, int64_t lease,
+                                               std::chrono::milliseconds timeout);
+
   /// Kinds whose transitions someone observes (hooks or follow-ups): only
   /// for those do claims and completions return the row.
   void observe(const std::vector<std::string>& kinds);

@@ -1,6 +1,7 @@
 #include "actor_worker/storage/transaction_pool.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <pqxx/except>
 
@@ -31,49 +32,39 @@ transaction_pool::limit_for(int64_t deadline_ms,
   return std::max(limit, milliseconds{1});
 }
 
-job_outcome
-transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
-                           std::chrono::steady_clock::time_point started,
-                           const cancellation_token& cancel,
-                           const job_store::transactional_body& body) {
+std::unique_ptr<job_store>
+transaction_pool::lend(const cancellation_token& cancel) {
   std::unique_ptr<job_store> store;
   {
     std::unique_lock<std::mutex> guard{mtx_};
     while (idle_.empty() && made_ >= size_) {
-      if (cancel.cancelled()) {
-        job_outcome out = job;
-        out.kind = outcome_kind::retryable_failure;
-        out.message = "the run was stopped (" + cancel.reason()
-                      + ") while it waited for a connection of the "
-                        "transactional pool (database.transactional_pool_size "
-                      + std::to_string(size_) + ")";
-        return out;
-      }
+      if (cancel.cancelled())
+        return nullptr;
       // The token has no waiting of its own to join: look again often.
       freed_.wait_for(guard, std::chrono::milliseconds{20});
     }
     if (!idle_.empty()) {
       store = std::move(idle_.back());
       idle_.pop_back();
-    } else {
-      ++made_;
+      return store;
     }
+    ++made_;
   }
-  if (!store) {
-    store = std::make_unique<job_store>(opts_);
-    store->observe(observed_kinds_);
-    store->set_follow_ups(follow_ups_);
-  }
+  store = std::make_unique<job_store>(opts_);
+  store->observe(observed_kinds_);
+  store->set_follow_ups(follow_ups_);
+  return store;
+}
+
+template <class F>
+auto transaction_pool::on_store(std::unique_ptr<job_store> store, F fn) {
   auto give_back = [&] {
     std::lock_guard<std::mutex> guard{mtx_};
     idle_.push_back(std::move(store));
     freed_.notify_one();
   };
   try {
-    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - started);
-    auto out = store->transact(job, limit_for(deadline_ms, elapsed), cancel,
-                               body);
+    auto out = fn(*store);
     give_back();
     return out;
   } catch (const pqxx::broken_connection&) {
@@ -88,6 +79,49 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
     give_back();
     throw;
   }
+}
+
+namespace {
+
+/// Why a run got no connection of the pool.
+std::string stopped_waiting(const cancellation_token& cancel, int size) {
+  return "the run was stopped (" + cancel.reason()
+         + ") while it waited for a connection of the transactional pool "
+           "(database.transactional_pool_size " + std::to_string(size) + ")";
+}
+
+} // namespace
+
+job_outcome
+transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
+                           std::chrono::steady_clock::time_point started,
+                           const cancellation_token& cancel,
+                           const job_store::transactional_body& body) {
+  auto store = lend(cancel);
+  if (!store) {
+    job_outcome out = job;
+    out.kind = outcome_kind::retryable_failure;
+    out.message = stopped_waiting(cancel, size_);
+    return out;
+  }
+  return on_store(std::move(store), [&](job_store& s) {
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+    return s.transact(job, limit_for(deadline_ms, elapsed), cancel, body);
+  });
+}
+
+std::optional<std::string>
+transaction_pool::register_callback(int64_t job_id, int64_t lease,
+                                    std::chrono::milliseconds timeout,
+                                    const cancellation_token& cancel) {
+  auto store = lend(cancel);
+  if (!store)
+    throw std::runtime_error("registering a callback id: "
+                             + stopped_waiting(cancel, size_));
+  return on_store(std::move(store), [&](job_store& s) {
+    return s.register_callback(job_id, lease, timeout);
+  });
 }
 
 } // namespace aw::storage

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,34 @@ public:
                        const cancellation_token& cancel,
                        const job_store::transactional_body& body);
 
+  /// job_store::register_callback on a connection of the pool (waiting
+  /// for a free one until `cancel` fires: then it throws, saying so): the
+  /// callback id, or nothing when the run no longer holds the job.
+  std::optional<std::string>
+  register_callback(int64_t job_id, int64_t lease,
+                    std::chrono::milliseconds timeout,
+                    const cancellation_token& cancel);
+
+  /// The worker the pool's transactions write as (job_store_options).
+  const std::string& worker_id() const {
+    return opts_.worker_id;
+  }
+
   /// The limit of a transaction of a run with `deadline_ms` (0 = none)
   /// that started `elapsed` ago.
   std::chrono::milliseconds limit_for(int64_t deadline_ms,
                                       std::chrono::milliseconds elapsed) const;
 
 private:
+  /// A connection of the pool, waiting for a free one until `cancel`
+  /// fires (then none).
+  std::unique_ptr<job_store> lend(const cancellation_token& cancel);
+
+  /// Runs `fn` on a lent connection and gives it back; a connection that
+  /// broke (or lost a COMMIT's reply) is dropped first.
+  template <class F>
+  auto on_store(std::unique_ptr<job_store> store, F fn);
+
   job_store_options opts_;
   std::vector<std::string> observed_kinds_;
   follow_up_function follow_ups_;

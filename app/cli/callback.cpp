@@ -63,6 +63,12 @@ int resolve_callback(const runtime_config& cfg, const std::string& database,
       // The event the resolution fires (none for resume, which only puts
       // the job back: its next run fires its own).
       auto job = nlohmann::json::parse(resolved.row_json);
+      if (resolved.kept) {
+        std::cout << "job " << job.value("id", int64_t{0})
+                  << ": still running; " << aw::storage::to_string(resolved.action)
+                  << " kept for when it parks" << std::endl;
+        return exit_ok;
+      }
       std::cout << "job "
                 << job.value(job.contains("original_job_id")
                                ? "original_job_id"

@@ -41,6 +41,7 @@ DEFAULT_OF = {
     ("periodic.NAME", "priority"): "periodic_priority",
     ("kinds.NAME.http", "timeout"): "http_timeout",
     ("kinds.NAME", "timeout"): None,            # 0: none (config.hpp)
+    ("kinds.NAME", "callback_timeout"): None,   # unset: no id before the park
     ("queues.NAME", "local_queue_size"): None,  # [worker]'s
     ("queues.NAME", "local_queue_bytes"): None,  # [worker]'s
     ("queues.NAME", "database"): "database_name",

@@ -7,6 +7,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -502,6 +505,181 @@ BOOST_AUTO_TEST_CASE(expired_callback_on_the_last_attempt_is_dead_lettered_with_
   BOOST_REQUIRE(err.has_value());
   BOOST_TEST((err->code() == aw::ec::callback_not_waiting));
   BOOST_TEST(contains(err->what(), "state dead_lettered"), err->what());
+}
+
+namespace {
+
+/// A handler that registers its callback id while it runs, hands it to the
+/// test, and waits for the test's word before it returns `then`.
+struct hand_over {
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::string id;
+  bool go = false;
+  std::string error;
+
+  aw::outcome run(const aw::job_context& ctx, aw::outcome then) {
+    try {
+      auto registered = ctx.register_callback(std::chrono::hours{1});
+      // A second call is the same registration.
+      if (ctx.register_callback(std::chrono::hours{2}) != registered
+          || ctx.callback_id() != registered)
+        throw std::runtime_error("a second registration changed the id");
+      std::unique_lock<std::mutex> guard{mtx};
+      id = registered;
+      cv.notify_all();
+      cv.wait_for(guard, patience, [&] { return go; });
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> guard{mtx};
+      error = e.what();
+      cv.notify_all();
+      throw;
+    }
+    return then;
+  }
+
+  /// The id the running handler registered.
+  std::string registered() {
+    std::unique_lock<std::mutex> guard{mtx};
+    cv.wait_for(guard, patience, [&] { return !id.empty() || !error.empty(); });
+    BOOST_REQUIRE_MESSAGE(error.empty(), "registration failed: " << error);
+    BOOST_REQUIRE(aw::test::is_uuid(id));
+    return id;
+  }
+
+  void release() {
+    std::lock_guard<std::mutex> guard{mtx};
+    go = true;
+    cv.notify_all();
+  }
+};
+
+/// A node whose `hand_over` kind parks and `hand_over_done` completes, each
+/// after registering its callback id through `h`.
+std::unique_ptr<aw::test::worker_node>
+hand_over_node(const aw::runtime_config& cfg, aw::test::event_log& log,
+               hand_over& h) {
+  auto reg = std::make_shared<aw::registry>();
+  reg->add_raw("hand_over", [&h](const nlohmann::json&, const aw::job_context& ctx) {
+    return h.run(ctx, aw::outcome::wait_for_callback(std::chrono::seconds{1}));
+  });
+  reg->add_raw("hand_over_done", [&h](const nlohmann::json&, const aw::job_context& ctx) {
+    return h.run(ctx, aw::outcome::completed());
+  });
+  reg->add_transactional<nlohmann::json>(
+    "hand_over_tx",
+    [](const nlohmann::json&, const aw::job_context& ctx, pqxx::work& tx) {
+      auto id = ctx.register_callback(std::chrono::hours{1});
+      tx.exec_params("INSERT INTO handed_over (job_id, callback_id) VALUES ($1, $2)",
+                     ctx.id, id);
+      return aw::outcome::wait_for_callback();
+    });
+  reg->on_event_kind("hand_over", log.hook());
+  reg->on_event_kind("hand_over_done", log.hook());
+  reg->on_event_kind("hand_over_tx", log.hook());
+  return std::make_unique<aw::test::worker_node>(cfg, std::move(reg));
+}
+
+/// A database, a session on it, an event log and a node running the
+/// hand_over kinds.
+struct hand_over_fixture {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  hand_over h;
+  std::unique_ptr<aw::test::worker_node> node = hand_over_node(db.config(4), log, h);
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_resolution_before_the_park_is_kept_and_applied_as_the_job_parks, hand_over_fixture) {
+  auto id = aw::test::enqueue_one(db, "hand_over", nlohmann::json::object());
+  auto callback_id = h.registered();
+  auto w = job_where(id);
+  // Registered while running: the row holds the id, the job still runs.
+  BOOST_TEST(s.text("SELECT state" + w) == "running");
+  BOOST_TEST(s.text("SELECT callback_id::text" + w) == callback_id);
+  // The registration's timeout (1 h) stands, not the park's (1 s).
+  BOOST_TEST(s.check("SELECT callback_timeout_at > now() + interval '50 minutes'" + w));
+
+  auto kept = node->rt().complete_external(callback_id, {{"approved", true}});
+  BOOST_TEST(kept.kept);
+  BOOST_TEST(kept.row.value("id", int64_t{0}) == id);
+  BOOST_TEST(s.text("SELECT state" + w) == "running");
+  BOOST_TEST(log.count(id, event_type::completed) == 0u);
+  // A second resolution before the park is refused and changes nothing.
+  auto again = refused([&] { node->rt().fail_external(callback_id, "late"); });
+  BOOST_REQUIRE(again.has_value());
+  BOOST_TEST((again->code() == aw::ec::callback_not_waiting));
+  BOOST_TEST(contains(again->what(), "still running"), again->what());
+
+  h.release();
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  BOOST_TEST(log.count(id, event_type::waiting_for_callback) == 1u);
+  auto parked = log.of(id, event_type::waiting_for_callback).at(0);
+  BOOST_TEST(aw::test::field(parked.job, "callback_id") == callback_id);
+  auto done = log.of(id, event_type::completed).at(0);
+  BOOST_TEST(done.job.at("callback_result") == (nlohmann::json{{"approved", true}}));
+  BOOST_TEST(s.text("SELECT state" + w) == "completed");
+  BOOST_TEST(s.check("SELECT callback_result = '{\"approved\": true}'::jsonb" + w));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE callback_early IS NOT NULL "
+                      "OR callback_lease IS NOT NULL") == 0);
+  // Resolved: a later resolution is refused as for any resolved callback.
+  auto late = refused([&] { node->rt().complete_external(callback_id); });
+  BOOST_REQUIRE(late.has_value());
+  BOOST_TEST((late->code() == aw::ec::callback_not_waiting));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_registered_id_without_an_early_resolution_waits_and_resolves_as_usual, hand_over_fixture) {
+  auto id = aw::test::enqueue_one(db, "hand_over", nlohmann::json::object());
+  auto callback_id = h.registered();
+  h.release();
+  BOOST_REQUIRE(log.wait_for(id, event_type::waiting_for_callback, 1, patience));
+  auto w = job_where(id);
+  BOOST_TEST(s.text("SELECT state" + w) == "waiting_external");
+  BOOST_TEST(s.text("SELECT callback_id::text" + w) == callback_id);
+  // The park's 1 s timeout did not replace the registration's hour.
+  std::this_thread::sleep_for(std::chrono::milliseconds{1500});
+  BOOST_TEST(s.text("SELECT state" + w) == "waiting_external");
+  auto r = node->rt().retry_external(callback_id, {{"hint", 1}});
+  BOOST_TEST(!r.kept);
+  BOOST_REQUIRE(log.wait_for(id, event_type::retried, 1, patience));
+}
+
+BOOST_FIXTURE_TEST_CASE(an_id_whose_run_ended_without_parking_is_refused_and_a_stale_run_cannot_register, hand_over_fixture) {
+  auto id = aw::test::enqueue_one(db, "hand_over_done", nlohmann::json::object());
+  auto callback_id = h.registered();
+  h.release();
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  auto gone = refused([&] { node->rt().complete_external(callback_id); });
+  BOOST_REQUIRE(gone.has_value());
+  BOOST_TEST((gone->code() == aw::ec::callback_not_waiting));
+  BOOST_TEST(contains(gone->what(), "ended without parking"), gone->what());
+
+  // A run that no longer holds its job registers nothing: a lease that is
+  // not this job's, and one of another worker.
+  auto other = aw::test::enqueue_one(db, "nobody_runs_this", nlohmann::json::object());
+  auto conn = db.connect();
+  pqxx::work tx{*conn};
+  BOOST_TEST(!aw::storage::register_running_callback(tx, "no-such-worker", other,
+                                                     1, std::chrono::hours{1}));
+  BOOST_TEST(!aw::storage::register_running_callback(tx, "no-such-worker", other,
+                                                     2, std::chrono::hours{1}));
+  tx.commit();
+  BOOST_TEST(s.scalar("SELECT count(*)" + job_where(other) + " AND callback_id IS NOT NULL") == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_transactional_handler_registers_through_its_own_transaction,
+                        hand_over_fixture) {
+  s.exec("CREATE TABLE handed_over (job_id bigint, callback_id text)");
+  auto id = aw::test::enqueue_one(db, "hand_over_tx", nlohmann::json::object());
+  BOOST_REQUIRE(log.wait_for(id, event_type::waiting_for_callback, 1, patience));
+  // The id was written with the park, in the same transaction (an outbox).
+  auto handed = s.text("SELECT callback_id FROM handed_over WHERE job_id = "
+                       + std::to_string(id));
+  BOOST_TEST(s.text("SELECT callback_id::text" + job_where(id)) == handed);
+  node->rt().complete_external(handed);
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -25,6 +26,7 @@
 #include "cli_process.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
+#include "actor_worker/storage/callbacks.hpp"
 #include "actor_worker/storage/enqueue.hpp"
 #include "support/http_test_server.hpp"
 
@@ -380,6 +382,91 @@ BOOST_AUTO_TEST_CASE(http_kinds_run_through_the_binary) {
                       "LIKE '%" + token + "%'") == 0);
   BOOST_TEST(s.scalar("SELECT count(*) FROM dead_letter_jobs WHERE "
                       "last_error_message LIKE '%" + token + "%'") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(command_and_http_kinds_get_their_callback_id_before_they_answer) {
+  aw::test::fresh_database db;
+  scratch_dir dir;
+  // The script hands its id on (a file the test reads), keeps its job
+  // document, waits for the test's word, then answers wait_for_callback.
+  auto hand = dir.write(
+    "hand.sh", "cat > " + dir.path + "/doc.json\n"
+               "echo \"$AW_CALLBACK_ID\" > " + dir.path + "/id.tmp\n"
+               "mv " + dir.path + "/id.tmp " + dir.path + "/id\n"
+               "while [ ! -f " + dir.path + "/go ]; do sleep 0.05; done\n"
+               "echo '{\"outcome\": \"wait_for_callback\", \"timeout\": \"1s\"}'\n");
+  // The service resolves its callback (through the CLI, as any external
+  // party would) before it answers the request.
+  aw::test::http_test_server server;
+  std::mutex mtx;
+  std::string header_id, body_id, resolved;
+  server.on_post("/hand", [&](const std::string& id, const std::string& body) {
+    auto doc = nlohmann::json::parse(body);
+    auto r = aw::test::run_binary("callback complete " + id + " '{\"via\": \"http\"}'",
+                                  db.url);
+    std::lock_guard<std::mutex> guard{mtx};
+    header_id = id;
+    body_id = doc.value("callback_id", std::string{});
+    resolved = r.out + r.err;
+    return std::string{R"({"outcome": "wait_for_callback"})"};
+  });
+  auto config = dir.write("worker.toml", R"(
+[worker]
+node = "callback-kinds"
+poll_interval = "100ms"
+shutdown_drain = "1s"
+
+[queues.default]
+concurrency = 4
+
+[kinds.sh_hand]
+command = ["/bin/sh", ")" + hand + R"("]
+callback_timeout = "1h"
+
+[kinds.h_hand]
+http = { url = ")" + server.url("/hand") + R"(" }
+callback_timeout = "1h"
+)");
+  worker_process worker{config, db.url, dir};
+  aw::test::db_session s{db.url};
+  auto command_job = enqueue(db, "sh_hand");
+  auto http_job = enqueue(db, "h_hand");
+
+  // Command kind: the id is in AW_CALLBACK_ID and in the job document.
+  BOOST_REQUIRE_MESSAGE(aw::test::wait_until(
+                          [&] { return ::access((dir.path + "/id").c_str(), F_OK) == 0; },
+                          60s),
+                        "the script never got its id; worker log:\n" << worker.log());
+  auto id = slurp(dir.path + "/id");
+  id.erase(id.find_last_not_of("\n") + 1);
+  BOOST_REQUIRE(aw::storage::is_callback_id(id));
+  auto doc = nlohmann::json::parse(slurp(dir.path + "/doc.json"));
+  BOOST_TEST(doc.value("callback_id", std::string{}) == id);
+  BOOST_TEST(state_of(s, command_job).state == "running");
+  auto r = aw::test::run_binary("callback complete " + id + " '{\"via\": \"sh\"}'",
+                                db.url);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(contains(r.out, "still running; complete kept"), r.out);
+  dir.write("go", "");
+  BOOST_REQUIRE(aw::test::wait_until(
+    [&] { return state_of(s, command_job).state == "completed"; }, 60s));
+  BOOST_TEST(s.check("SELECT callback_result = '{\"via\": \"sh\"}'::jsonb FROM "
+                     "jobs_live WHERE id = " + std::to_string(command_job)));
+
+  // HTTP kind: the id is in X-AW-Callback-Id and in the body.
+  BOOST_REQUIRE_MESSAGE(aw::test::wait_until(
+    [&] { return state_of(s, http_job).state == "completed"; }, 60s),
+    "worker log:\n" << worker.log());
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    BOOST_TEST(aw::storage::is_callback_id(header_id));
+    BOOST_TEST(body_id == header_id);
+    BOOST_TEST(contains(resolved, "still running; complete kept"), resolved);
+  }
+  BOOST_TEST(s.check("SELECT callback_result = '{\"via\": \"http\"}'::jsonb FROM "
+                     "jobs_live WHERE id = " + std::to_string(http_job)));
+  BOOST_TEST(worker.stop().value_or(-1) == 0);
+  BOOST_TEST(contains(worker.log(), "was applied as it parked (completed)"));
 }
 
 BOOST_AUTO_TEST_CASE(config_errors_of_kinds_stop_run_with_exit_2) {

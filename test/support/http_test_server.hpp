@@ -17,6 +17,8 @@
 
 #include <chrono>
 #include <ctime>
+#include <functional>
+#include <stdexcept>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -110,6 +112,19 @@ public:
       body_ = req.body;
       res.status = 204;
     });
+    svr_.Post("/hand", [this](const auto& req, auto& res) {
+      std::function<std::string(const std::string&, const std::string&)> fn;
+      {
+        std::lock_guard<std::mutex> guard{mtx_};
+        fn = on_hand_;
+      }
+      if (!fn) {
+        res.status = 500;
+        return;
+      }
+      res.set_content(fn(req.get_header_value("X-AW-Callback-Id"), req.body),
+                      "application/json");
+    });
     port_ = svr_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread{[this] { svr_.listen_after_bind(); }};
     for (int i = 0; i < 250 && !svr_.is_running(); ++i)
@@ -138,6 +153,16 @@ public:
     return body_;
   }
 
+  /// Answers POST `path` (only "/hand") with what `fn(X-AW-Callback-Id,
+  /// body)` returns, as JSON.
+  void on_post(const std::string& path,
+               std::function<std::string(const std::string&, const std::string&)> fn) {
+    if (path != "/hand")
+      throw std::invalid_argument("http_test_server: only /hand takes a function");
+    std::lock_guard<std::mutex> guard{mtx_};
+    on_hand_ = std::move(fn);
+  }
+
 private:
   httplib::Server svr_;
   int port_ = 0;
@@ -146,6 +171,7 @@ private:
   std::string content_type_;
   std::string authorization_;
   std::string body_;
+  std::function<std::string(const std::string&, const std::string&)> on_hand_;
 };
 
 } // namespace aw::test

@@ -271,6 +271,7 @@ cwd = "/srv/app"
 env = { SMTP_HOST = "mail.local", MODE = "prod" }
 timeout = "5m"
 kill_grace = "3s"
+callback_timeout = "2h"
 
 [kinds.resize]
 command = ["/usr/bin/resize"]
@@ -291,7 +292,10 @@ command = ["/usr/bin/resize"]
   BOOST_TEST(k.command->env[1].second == "mail.local");
   BOOST_TEST(k.command->timeout.count() == 300000);
   BOOST_TEST(k.command->kill_grace.count() == 3000);
+  BOOST_REQUIRE(k.callback_timeout.has_value());
+  BOOST_TEST(k.callback_timeout->count() == 7'200'000);
   auto& r = cfg.kinds[0];
+  BOOST_TEST(!r.callback_timeout.has_value());
   BOOST_TEST(r.name == "resize");
   BOOST_TEST(r.command->timeout.count() == 0);
   BOOST_TEST(r.command->kill_grace.count() == aw::defaults::kill_grace.count());
@@ -427,6 +431,13 @@ BOOST_AUTO_TEST_CASE(unknown_and_mistyped_kind_keys_name_the_key) {
                       "kinds.a.env.A"));
   BOOST_TEST(contains(error_of("[kinds.a]\ncommand = [\"x\"]\ncwd = \"\"\n"),
                       "kinds.a.cwd"));
+  // callback_timeout: a positive duration, on command and HTTP kinds.
+  BOOST_TEST(contains(error_of("[kinds.a]\ncommand = [\"x\"]\n"
+                               "callback_timeout = \"0s\"\n"),
+                      "kinds.a.callback_timeout"));
+  BOOST_TEST(contains(error_of("[kinds.a]\nhttp = { url = \"http://h/x\" }\n"
+                               "callback_timeout = \"soon\"\n"),
+                      "kinds.a.callback_timeout"));
 }
 
 BOOST_AUTO_TEST_CASE(http_kinds_need_a_valid_url_and_a_positive_timeout) {

@@ -7,7 +7,8 @@ CREATE OR REPLACE FUNCTION actor_worker_job_json(p_id bigint, p_live jsonb)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
-  SELECT (to_jsonb(j) - 'ready_xid' - 'batch_id' - 'slot'
+  SELECT (to_jsonb(j) - 'ready_xid' - 'batch_id' - 'slot' - 'callback_lease'
+          - 'callback_early'
           || jsonb_build_object('locked_by', NULL, 'locked_at', NULL)
           || p_live)::text
     FROM jobs AS j
