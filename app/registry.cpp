@@ -120,6 +120,15 @@ registry::callback_on_start(const std::string& kind) const {
   return i->second;
 }
 
+claimed_job registry::identity_of(const claimed_job& job) {
+  claimed_job out;
+  out.id = job.id;
+  out.lease = job.lease;
+  out.kind = job.kind;
+  out.queue = job.queue;
+  return out;
+}
+
 std::runtime_error registry::stale_registration_error(const claimed_job& job) {
   return std::runtime_error(
     "register_callback: job " + std::to_string(job.id) + " (kind '" + job.kind
@@ -195,8 +204,10 @@ job_outcome registry::run_transactional(const claimed_job& job,
   auto open_tx = std::make_shared<pqxx::work*>(nullptr);
   auto ctx = context_of(
     job, cancel,
-    std::make_shared<run_callback>([&pool, open_tx, job, cancel](
+    std::make_shared<run_callback>([&pool, open_tx, cancel,
+                                    job = identity_of(job)](
                                      std::chrono::milliseconds timeout) {
+      // (The pool outlives every run: the runtime owns both.)
       auto id = *open_tx != nullptr
                   ? storage::register_running_callback(
                       **open_tx, pool.worker_id(), job.id, job.lease, timeout)

@@ -217,6 +217,10 @@ public:
   void start(const claimed_job& job, async_context ctx,
              job_promise::sink done) const override;
 
+  /// What a run's callback registration keeps of `job`: its id, lease,
+  /// kind and queue, not its args.
+  static claimed_job identity_of(const claimed_job& job);
+
   /// The error a run's callback registration throws when the run no
   /// longer holds its job (ec::stale_run).
   static std::runtime_error stale_registration_error(const claimed_job& job);

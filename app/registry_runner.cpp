@@ -167,7 +167,8 @@ registry_runner::callback_of(const claimed_job& job,
   if (!registrar_)
     return nullptr;
   return std::make_shared<run_callback>(
-    [registrar = registrar_, job, cancel](std::chrono::milliseconds timeout) {
+    [registrar = registrar_, job = registry::identity_of(job),
+     cancel](std::chrono::milliseconds timeout) {
       auto id = registrar(job, timeout, cancel);
       if (!id)
         throw registry::stale_registration_error(job);

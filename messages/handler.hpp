@@ -30,6 +30,7 @@ public:
   /// ec::stale_run's message; or the database failed).
   using registrar = std::function<std::string(std::chrono::milliseconds)>;
 
+  /// A registration that registers through `fn`.
   explicit run_callback(registrar fn) : fn_(std::move(fn)) {
     // nop
   }

@@ -114,8 +114,11 @@ callback_resolution apply_callback(pqxx::transaction_base& tx,
 /// A resolution kept while its job ran, as wait.sql hands it back
 /// (`early`): {"action", "payload", "error"}.
 struct kept_resolution {
+  /// The action asked for.
   callback_action action = callback_action::complete;
+  /// The payload sent with it (null: none).
   nlohmann::json payload;
+  /// A fail's message ("" for the default).
   std::string error;
 };
 
