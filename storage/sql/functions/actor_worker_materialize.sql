@@ -25,10 +25,7 @@ AS $$
 BEGIN
   RETURN QUERY
   WITH live AS (
-    SELECT b.* FROM job_batches AS b
-     WHERE b.id = ANY (p_batches) AND b.worker = p_worker AND b.on_lane
-       AND b.rescued_at IS NULL
-       FOR KEY SHARE
+    SELECT b.* FROM actor_worker_live_batches(p_worker, p_batches) AS b
   ), moved AS (
     UPDATE jobs AS j
        SET ready_xid = '0', state = 'running', attempt = j.attempt + 1,
@@ -48,9 +45,11 @@ BEGIN
     SELECT m.batch, false, array_agg(m.id) FROM moved AS m GROUP BY m.batch
     RETURNING batch_id, ids
   ), finished AS (
+    -- b.id = ANY (p_batches), as in actor_worker_complete: joined by
+    -- r.batch_id alone, the generic plan walked every batch of the slot.
     UPDATE job_batches AS b SET finished_at = now()
       FROM receipts AS r
-     WHERE b.id = r.batch_id AND b.finished_at IS NULL
+     WHERE b.id = ANY (p_batches) AND b.id = r.batch_id AND b.finished_at IS NULL
        AND coalesce((SELECT sum(cardinality(x.ids)) FROM batch_receipts AS x
                       WHERE x.batch_id = b.id), 0) + cardinality(r.ids) >= b.size
   )

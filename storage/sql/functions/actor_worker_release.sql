@@ -24,9 +24,12 @@ BEGIN
     UPDATE jobs AS j
        SET state = 'available', batch_id = NULL,
            attempt = greatest(j.attempt - CASE WHEN p_started THEN 0 ELSE 1 END, 0)
-      FROM unnest(p_batches, p_ids) AS u(batch, id)
-      JOIN job_batches AS b
-        ON b.id = u.batch AND b.worker = p_worker AND b.rescued_at IS NULL
+      FROM unnest(p_batches, p_ids) AS u(batch, id),
+           -- one batch at a time, by its id (as in actor_worker_live_batches)
+           LATERAL (SELECT b.id FROM job_batches AS b
+                     WHERE b.id = u.batch AND b.worker = p_worker
+                       AND b.rescued_at IS NULL
+                     LIMIT 1) AS b
      WHERE j.id = u.id AND j.batch_id = u.batch AND j.state = 'running'
     RETURNING j.queue
   ), woken AS (
