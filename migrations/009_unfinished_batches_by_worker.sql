@@ -1,6 +1,6 @@
 -- A worker's open batches, by worker: lane batches not finished, and row
--- batches (never marked finished) until a take-back or rescue marks them
--- rescued; none that a rescue took back. What its heartbeat looks for
+-- batches until the first take-back or rescue that looks at them marks
+-- them finished (no running row left) or rescued. What its heartbeat looks for
 -- (claims it made but does not hold: storage/sql/take_back_orphans.sql),
 -- and what its graceful stop (node_leave.sql) and the rescue
 -- (actor_worker_rescue) look at. job_batches_worker_idx also holds every

@@ -468,6 +468,40 @@ BOOST_AUTO_TEST_CASE(a_heartbeat_reads_only_what_its_worker_has_not_finished) {
   BOOST_TEST(!std::regex_search(orphans, std::regex{R"(Rows Removed by Filter: [0-9]{3,})"}));
 }
 
+BOOST_AUTO_TEST_CASE(a_heartbeat_looks_at_a_finished_row_claim_once) {
+  // The outcomes of row-claimed jobs do not mark their batch finished (one
+  // more write per outcome), so every heartbeat found every row batch its
+  // worker had claimed in the ring slot more than a reclaim window ago,
+  // locked it and looked for a running row: a walk, and a row lock written
+  // per batch, that grew for as long as the slot stays current. The first
+  // look now marks such a batch finished, and no later one sees it.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  auto store = make_store(db, "w1");
+  for (int i = 0; i < 3; ++i) {
+    // Keyed: off the lanes, so each claim is a row batch.
+    s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('keyed', 'k" + std::to_string(i) + "')");
+    auto claimed = store.claim("default", 10).jobs;
+    BOOST_REQUIRE(claimed.size() == 1u);
+    store.finish({outcome(claimed, claimed[0].id, outcome_kind::completed)});
+  }
+  // A claim whose commit the worker never heard of: its row still runs.
+  s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('keyed', 'in_doubt')");
+  auto in_doubt = store.claim("default", 10).jobs;
+  BOOST_REQUIRE(in_doubt.size() == 1u);
+  s.exec("UPDATE job_batches SET claimed_at = now() - interval '1 hour'");
+  const std::string open = "SELECT count(*) FROM job_batches WHERE worker = 'w1' "
+                           "AND rescued_at IS NULL AND finished_at IS NULL";
+  BOOST_TEST(s.scalar(open) == 4);
+  store.heartbeat({});
+  BOOST_TEST(s.scalar(open) == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_batches WHERE NOT on_lane "
+                      "AND finished_at IS NOT NULL AND rescued_at IS NULL") == 3);
+  // The one in doubt was taken back, as before.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM job_batches WHERE rescued_at IS NOT NULL "
+                      "AND id = " + std::to_string(in_doubt[0].lease)) == 1);
+}
+
 BOOST_AUTO_TEST_CASE(concurrent_claims_never_hand_out_a_job_twice) {
   aw::test::fresh_database db;
   std::atomic<bool> producing{true};

@@ -5,8 +5,9 @@
 -- outcomes of its runs into stale ones. actor_worker_rescue then charges
 -- those of its running rows whose handler started and gives the others
 -- back uncharged. The caller holds the batch FOR UPDATE. Returns false
--- when there was nothing to take (its jobs all finished). (It takes an id,
--- not the row: functions are installed before the tables they read.)
+-- when there was nothing to take (its jobs all finished: it is then marked
+-- finished). (It takes an id, not the row: functions are installed before
+-- the tables they read.)
 CREATE OR REPLACE FUNCTION actor_worker_take_back(p_batch bigint)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -15,17 +16,25 @@ SET enable_seqscan = off
 SET jit = off
 AS $$
 DECLARE
-  b record;
+  b          record;
+  v_finished timestamptz;
 BEGIN
   SELECT * INTO b FROM job_batches AS x WHERE x.id = p_batch;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  IF b.on_lane AND actor_worker_batch_finished_at(b.id, b.size) IS NOT NULL THEN
-    RETURN false;
-  END IF;
-  IF NOT b.on_lane AND NOT EXISTS (
-       SELECT 1 FROM jobs AS r WHERE r.batch_id = b.id AND r.state = 'running') THEN
+  -- Nothing to take: the batch is marked finished, so that no heartbeat or
+  -- rescue looks at it again (job_batches_unfinished_idx). A row batch is
+  -- finished only here: its outcomes do not mark it (a write per outcome),
+  -- and its rows, once none runs, never run under it again (a claim gives
+  -- them a new batch).
+  v_finished := CASE
+    WHEN b.on_lane THEN actor_worker_batch_finished_at(b.id, b.size)
+    WHEN NOT EXISTS (SELECT 1 FROM jobs AS r
+                      WHERE r.batch_id = b.id AND r.state = 'running') THEN now()
+  END;
+  IF v_finished IS NOT NULL THEN
+    UPDATE job_batches AS x SET finished_at = v_finished WHERE x.id = b.id;
     RETURN false;
   END IF;
   IF b.on_lane THEN
