@@ -4,6 +4,7 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/storage/queue_samples.hpp"
 #include "sql_statements.hpp"
 
 namespace aw::storage {
@@ -41,6 +42,7 @@ nlohmann::json queues_overview(pqxx::connection_base& conn,
     for (auto& [key, value] : c.items())
       q[key] = value;
   }
+  queue_samples_settings(tx);
   for (const auto& row :
        tx.exec_params(sql::queue_samples,
                       static_cast<double>(reclaim_window.count()) / 1000.0)) {

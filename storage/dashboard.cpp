@@ -217,6 +217,7 @@ std::string failure_groups_json(pqxx::connection_base& conn, int64_t limit) {
 queue_samples dashboard_queue_samples(pqxx::connection_base& conn,
                                       std::chrono::milliseconds reclaim_window) {
   pqxx::read_transaction tx(conn);
+  queue_samples_settings(tx);
   return to_queue_samples(tx.exec_params(
     sql::queue_samples, static_cast<double>(reclaim_window.count()) / 1000.0));
 }

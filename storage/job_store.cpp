@@ -998,6 +998,7 @@ job_store::wait_times(const std::vector<int64_t>& jobs) {
 queue_samples job_store::sample_queues() {
   connect();
   pqxx::read_transaction tx(*conn_, "aw_queue_samples");
+  queue_samples_settings(tx);
   return to_queue_samples(run(tx, "aw_queue_samples",
                               opts_.reclaim_window.count() / 1000.0));
 }

@@ -7,6 +7,11 @@
 
 namespace aw::storage {
 
+void queue_samples_settings(pqxx::transaction_base& tx) {
+  tx.exec0("SET LOCAL enable_seqscan = off");
+  tx.exec0("SET LOCAL jit = off");
+}
+
 queue_samples to_queue_samples(const pqxx::result& rows) {
   std::map<std::string, queue_sample> by_queue;
   for (const auto& row : rows) {
