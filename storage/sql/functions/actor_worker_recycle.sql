@@ -86,9 +86,12 @@ BEGIN
                  ' LIMIT $2)', v_slot, v_slot, v_slot, v_slot, v_slot)
     USING p_retention, v_left, v_cur;
   GET DIAGNOSTICS v_n = ROW_COUNT; v_left := v_left - v_n;
-  -- Lane jobs not handed out: past their lane's position. They lie in two
-  -- ranges of the lane index (actor_worker_handed_out): from the
-  -- position's tick_lo xmax on, and the transactions tick_lo saw running.
+  -- Lane jobs not handed out: past their lane's position. They are the
+  -- rest of the position's tick (actor_worker_lane_jobs, the claim's own
+  -- reader), and what the tick's upper snapshot does not see: from its
+  -- xmax on, and the transactions it saw running. (Read from the tick's
+  -- lower snapshot, as before, a lane whose last tick was used up read its
+  -- whole finished history in the slot, under the slot's lock.)
   FOR l IN SELECT k.queue, k.priority, p.tick_lo, p.tick_hi, p.to_xid, p.to_id
              FROM actor_worker_lanes() AS k
              LEFT JOIN LATERAL actor_worker_lane_head(k.queue, k.priority) AS p
@@ -96,16 +99,18 @@ BEGIN
     EXIT WHEN v_left <= 0;
     EXECUTE format('UPDATE jobs SET slot = $8 WHERE slot = %s AND id IN ('
                    ' SELECT x.id FROM ('
-                   '  SELECT j.id, j.ready_xid FROM jobs_slot_%s AS j'
-                   '   WHERE j.queue = $1 AND j.priority = $2 AND j.ready_xid <> ''0'''
-                   '     AND j.ready_xid >= coalesce(pg_snapshot_xmax($3), ''1'')'
+                   '  SELECT t.id FROM actor_worker_lane_jobs($1, $2, $3, $4, $5, $6,'
+                   '    2147483647, %s::smallint, %s::smallint) AS t'
+                   '   WHERE $4 IS NOT NULL'
                    '  UNION ALL'
-                   '  SELECT j.id, j.ready_xid FROM pg_snapshot_xip($3) AS s(xid)'
-                   '   CROSS JOIN LATERAL (SELECT r.id, r.ready_xid FROM jobs_slot_%s AS r'
-                   '    WHERE r.queue = $1 AND r.priority = $2 AND r.ready_xid <> ''0'''
-                   '      AND r.ready_xid = s.xid) AS j) AS x'
-                   '  WHERE NOT actor_worker_handed_out(x.ready_xid, x.id, $3, $4, $5, $6)'
-                   '  LIMIT $7)', v_slot, v_slot, v_slot)
+                   '  SELECT j.id FROM jobs_slot_%s AS j'
+                   '   WHERE j.queue = $1 AND j.priority = $2 AND j.ready_xid <> ''0'''
+                   '     AND j.ready_xid >= coalesce(pg_snapshot_xmax($4), ''1'')'
+                   '  UNION ALL'
+                   '  SELECT j.id FROM jobs_slot_%s AS j'
+                   '   WHERE j.queue = $1 AND j.priority = $2 AND j.ready_xid <> ''0'''
+                   '     AND j.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip($4)))) AS x'
+                   '  LIMIT $7)', v_slot, v_slot, v_slot, v_slot, v_slot)
       USING l.queue, l.priority, l.tick_lo, l.tick_hi, l.to_xid, l.to_id, v_left, v_cur;
     GET DIAGNOSTICS v_n = ROW_COUNT; v_left := v_left - v_n;
   END LOOP;
