@@ -34,10 +34,18 @@ AS $$
              CROSS JOIN LATERAL (
                SELECT r.* FROM jobs AS r
                 WHERE r.queue = p_queue AND r.priority = p_priority
-                  AND r.ready_xid <> '0' AND r.unique_key IS NULL AND r.ready_xid = x.xid
+                  AND r.ready_xid <> '0' AND r.unique_key IS NULL
                   AND r.slot >= p_slot_from AND r.slot <= p_slot_to
-                  AND r.id > CASE WHEN x.xid = p_after_xid THEN p_after_id
-                                  ELSE -9223372036854775808 END
+                  -- The transaction's jobs past the position, as a range
+                  -- of the lane index. Not `ready_xid = x.xid AND id >
+                  -- after`: with ready_xid fixed the order is by id alone,
+                  -- which the id index gives too, and the generic plan of a
+                  -- slot with history read the whole slot by id, filtering
+                  -- every row, on each claim after a late commit.
+                  AND (r.ready_xid, r.id) >
+                      (x.xid, CASE WHEN x.xid = p_after_xid THEN p_after_id
+                                   ELSE -9223372036854775808 END)
+                  AND r.ready_xid <= x.xid
                 ORDER BY r.ready_xid, r.id
                 LIMIT p_limit) AS j
             WHERE x.xid >= p_after_xid
