@@ -38,6 +38,10 @@ BOOST_AUTO_TEST_CASE(pause_stops_new_starts_on_every_node_and_survives_a_restart
   worker_timings ta;
   ta.node = "A";
   ta.concurrency = 4;
+  // A buffer of 4 jobs per node: else the node that starts first may claim
+  // all 40 into its buffer (its claims grow while handlers outrun them)
+  // before the other claims anything, and only one node runs jobs.
+  ta.extra_toml = "local_queue_size = 4\n";
   auto tb = ta;
   tb.node = "B";
   auto a = env.start_worker("A", ta);
