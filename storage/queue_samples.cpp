@@ -8,8 +8,8 @@
 namespace aw::storage {
 
 void queue_samples_settings(pqxx::transaction_base& tx) {
-  tx.exec0("SET LOCAL enable_seqscan = off");
-  tx.exec0("SET LOCAL jit = off");
+  // One round trip: both in one simple query.
+  tx.exec0("SET LOCAL enable_seqscan = off; SET LOCAL jit = off");
 }
 
 queue_samples to_queue_samples(const pqxx::result& rows) {

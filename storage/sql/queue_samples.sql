@@ -3,10 +3,7 @@
 -- Every part reads an index bounded by the live work, never the finished
 -- jobs: a million completed jobs cost nothing here (run it after
 -- queue_samples_settings(), storage/queue_samples.hpp).
---   lanes: the jobs not handed out yet: the rest of each lane's current
---          tick past its position, and what the tick's upper snapshot does
---          not see (reading from the position's lower snapshot instead
---          read the lane's whole history once its last tick was used up);
+--   lanes: the jobs not handed out yet (actor_worker_lane_waiting);
 --   rows:  jobs off the lanes, by their partial indexes;
 --   running: the unfinished jobs of the open lane batches, and the
 --           running rows.
@@ -22,23 +19,9 @@ WITH lanes AS (
 ), lane_ready AS (
   SELECT l.queue, j.kind, count(*) AS jobs, min(j.run_at) AS oldest
     FROM lanes AS l
-    CROSS JOIN LATERAL (
-      -- The rest of the lane's current tick, past its last job handed out.
-      SELECT t.kind, t.run_at
-        FROM actor_worker_lane_jobs(l.queue, l.priority, l.tick_lo, l.tick_hi,
-                                    l.to_xid, l.to_id, 2147483647,
-                                    (-32768)::smallint, 32767::smallint) AS t
-       WHERE l.tick_hi IS NOT NULL
-      UNION ALL
-      -- After it: what its upper snapshot does not see (committed since,
-      -- or running then). A lane with no position yet: all of it.
-      SELECT x.kind, x.run_at FROM jobs AS x
-       WHERE x.queue = l.queue AND x.priority = l.priority AND x.ready_xid <> '0'
-         AND x.ready_xid >= coalesce(pg_snapshot_xmax(l.tick_hi), '1')
-      UNION ALL
-      SELECT x.kind, x.run_at FROM jobs AS x
-       WHERE x.queue = l.queue AND x.priority = l.priority AND x.ready_xid <> '0'
-         AND x.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip(l.tick_hi)))) AS j
+    CROSS JOIN LATERAL actor_worker_lane_waiting(
+      l.queue, l.priority, l.tick_lo, l.tick_hi, l.to_xid, l.to_id,
+      (-32768)::smallint, 32767::smallint) AS j
    GROUP BY l.queue, j.kind
 ), ready (queue, kind, jobs, oldest) AS MATERIALIZED (
   SELECT queue, kind, jobs, oldest FROM lane_ready

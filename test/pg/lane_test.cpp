@@ -58,6 +58,21 @@ std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db, int n,
   return ids;
 }
 
+/// Claims every job of the default queue, a thousand at a time, and
+/// completes each: a lane's finished history.
+void claim_and_complete_all(job_store& store) {
+  for (;;) {
+    auto claimed = store.claim("default", 1000).jobs;
+    if (claimed.empty())
+      return;
+    std::vector<aw::job_outcome> done;
+    for (auto& j : claimed)
+      done.push_back(outcome(j, outcome_kind::completed));
+    for (auto& r : store.finish(done))
+      BOOST_REQUIRE(r.result == aw::finish_result::applied);
+  }
+}
+
 std::string state_of(aw::test::db_session& s, int64_t id) {
   return s.text("SELECT state FROM jobs_live WHERE id = " + std::to_string(id));
 }
@@ -547,15 +562,7 @@ BOOST_AUTO_TEST_CASE(a_queue_sample_reads_the_live_work_not_the_finished_lane) {
   aw::test::db_session s{db.url};
   auto store = make_store(db, "w1");
   enqueue_n(db, 3000);
-  for (;;) {
-    auto claimed = store.claim("default", 1000).jobs;
-    if (claimed.empty())
-      break;
-    std::vector<aw::job_outcome> done;
-    for (auto& j : claimed)
-      done.push_back(outcome(claimed, j.id, outcome_kind::completed));
-    store.finish(done);
-  }
+  claim_and_complete_all(store);
   s.exec("ANALYZE jobs");
   auto sample = [&](std::string* plan) {
     pqxx::work tx{s.conn};
@@ -840,15 +847,7 @@ BOOST_AUTO_TEST_CASE(the_ring_looks_for_lane_jobs_to_carry_only_past_each_lanes_
   // The worker keeps completed jobs (a retention of 0 deletes their rows
   // at once); the ring's round below retains nothing.
   auto store = make_store(db, "w1");
-  for (;;) {
-    auto claimed = store.claim("default", 1000).jobs;
-    if (claimed.empty())
-      break;
-    std::vector<aw::job_outcome> done;
-    for (auto& j : claimed)
-      done.push_back(outcome(j, outcome_kind::completed));
-    store.finish(done);
-  }
+  claim_and_complete_all(store);
   // One job not handed out yet, in the same slot: it is carried.
   s.exec("INSERT INTO jobs (kind, slot) VALUES ('waiting', " + old + ")");
   s.exec("ANALYZE jobs");

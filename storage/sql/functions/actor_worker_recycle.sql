@@ -86,31 +86,16 @@ BEGIN
                  ' LIMIT $2)', v_slot, v_slot, v_slot, v_slot, v_slot)
     USING p_retention, v_left, v_cur;
   GET DIAGNOSTICS v_n = ROW_COUNT; v_left := v_left - v_n;
-  -- Lane jobs not handed out: past their lane's position. They are the
-  -- rest of the position's tick (actor_worker_lane_jobs, the claim's own
-  -- reader), and what the tick's upper snapshot does not see: from its
-  -- xmax on, and the transactions it saw running. (Read from the tick's
-  -- lower snapshot, as before, a lane whose last tick was used up read its
-  -- whole finished history in the slot, under the slot's lock.)
+  -- Lane jobs not handed out (actor_worker_lane_waiting).
   FOR l IN SELECT k.queue, k.priority, p.tick_lo, p.tick_hi, p.to_xid, p.to_id
              FROM actor_worker_lanes() AS k
              LEFT JOIN LATERAL actor_worker_lane_head(k.queue, k.priority) AS p
                ON true LOOP
     EXIT WHEN v_left <= 0;
     EXECUTE format('UPDATE jobs SET slot = $8 WHERE slot = %s AND id IN ('
-                   ' SELECT x.id FROM ('
-                   '  SELECT t.id FROM actor_worker_lane_jobs($1, $2, $3, $4, $5, $6,'
-                   '    2147483647, %s::smallint, %s::smallint) AS t'
-                   '   WHERE $4 IS NOT NULL'
-                   '  UNION ALL'
-                   '  SELECT j.id FROM jobs_slot_%s AS j'
-                   '   WHERE j.queue = $1 AND j.priority = $2 AND j.ready_xid <> ''0'''
-                   '     AND j.ready_xid >= coalesce(pg_snapshot_xmax($4), ''1'')'
-                   '  UNION ALL'
-                   '  SELECT j.id FROM jobs_slot_%s AS j'
-                   '   WHERE j.queue = $1 AND j.priority = $2 AND j.ready_xid <> ''0'''
-                   '     AND j.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip($4)))) AS x'
-                   '  LIMIT $7)', v_slot, v_slot, v_slot, v_slot, v_slot)
+                   ' SELECT w.id FROM actor_worker_lane_waiting($1, $2, $3, $4, $5, $6,'
+                   '   %s::smallint, %s::smallint) AS w'
+                   ' LIMIT $7)', v_slot, v_slot, v_slot)
       USING l.queue, l.priority, l.tick_lo, l.tick_hi, l.to_xid, l.to_id, v_left, v_cur;
     GET DIAGNOSTICS v_n = ROW_COUNT; v_left := v_left - v_n;
   END LOOP;
