@@ -30,6 +30,15 @@ held_job held(int64_t id, int64_t lease, caf::actor_clock::time_point at) {
 
 void try_claim(poller_pointer self);
 void schedule_claim(poller_pointer self);
+
+/// The storage actor of `n` that records the outcome of job `id`: by the
+/// id's receipt bucket (64 ids, storage/sql/functions/
+/// actor_worker_complete.sql), so that a bucket's completions go to one
+/// storage actor and share receipt rows, and the `jobs` view meets one
+/// receipt per completed job, not one per storage actor.
+size_t completer_of(int64_t id, size_t n) {
+  return static_cast<size_t>(id >> 6) % n;
+}
 void maybe_finish_drain(poller_pointer self);
 
 /// Hands the collected outcomes to storage, one message per storage actor.
@@ -241,7 +250,7 @@ void record_outcome(poller_pointer self, job_outcome outcome,
                     started_job job) {
   auto& st = self->state;
   auto id = outcome.job_id;
-  auto& box = st.outbox[static_cast<size_t>(id) % st.outbox.size()];
+  auto& box = st.outbox[completer_of(id, st.outbox.size())];
   box.push_back(std::move(outcome));
   if (!st.outbox_flush_queued) {
     st.outbox_flush_queued = true;
@@ -599,7 +608,7 @@ size_t least_busy_completer(const poller_state& st) {
   auto n = st.cfg.completers.size();
   std::vector<size_t> outcomes(n, 0);
   for (auto& entry : st.committing)
-    ++outcomes[static_cast<size_t>(entry.first) % n];
+    ++outcomes[completer_of(entry.first, n)];
   auto load = [&](size_t i) {
     return (st.claims_at[i] > 0 ? st.committing.size() + 1 : 0) + outcomes[i];
   };

@@ -96,7 +96,7 @@ void run_record(const std::string& url, const record_args& a,
     pqxx::nontransaction tx{c};
     auto rows = tx.exec_params(
       "INSERT INTO job_executions (job_id, attempt, worker) "
-      "SELECT $1, $2, coalesce((SELECT locked_by FROM jobs_live WHERE id = $1), "
+      "SELECT $1, $2, coalesce((SELECT locked_by FROM jobs WHERE id = $1), "
       "'?') "
       "RETURNING id",
       ctx.id, ctx.attempt);
@@ -139,7 +139,7 @@ void register_builtin_kinds(registry& reg, const std::string& database_url) {
     [](const record_args& a, const job_context& ctx, pqxx::work& tx) {
       tx.exec_params("INSERT INTO job_executions (job_id, attempt, worker, "
                      "finished_at) SELECT $1, $2, coalesce((SELECT locked_by "
-                     "FROM jobs_live WHERE id = $1), '?'), clock_timestamp()",
+                     "FROM jobs WHERE id = $1), '?'), clock_timestamp()",
                      ctx.id, ctx.attempt);
       if (a.ms > 0)
         tx.exec_params("SELECT pg_sleep($1::double precision / 1000)", a.ms);

@@ -69,7 +69,7 @@ sql postgres -c "create database $DB"
 t0=$(now)
 for ((done_n = 0; done_n < LANE_N; done_n += 100000)); do
   n=$((LANE_N - done_n < 100000 ? LANE_N - done_n : 100000))
-  sql $DB -c "insert into jobs (kind, args) select 'noop', jsonb_build_object('n', g, 'to', 'user' || g || '@example.com') from generate_series(1, $n) as g"
+  sql $DB -c "insert into jobs_in (kind, args) select 'noop', jsonb_build_object('n', g, 'to', 'user' || g || '@example.com') from generate_series(1, $n) as g"
 done
 echo "# enqueued $LANE_N lane jobs in $(fsub "$(now)" "$t0") s; draining them with a worker"
 cat >"$WORK/drain.toml" <<EOF
@@ -103,7 +103,7 @@ t0=$(now)
 sql $DB <<EOF
 -- Finished off the lanes: jobs that were scheduled, retried, ordered or
 -- unique when they ran.
-insert into jobs (kind, queue, args, state, run_at, created_at, attempt,
+insert into jobs_in (kind, queue, args, state, run_at, created_at, attempt,
                   error_count, last_error_message, finalized_at)
 select (array['send_email', 'charge', 'report', 'sync_user', 'webhook'])[1 + g % 5],
        (array['default', 'mail', 'billing'])[1 + g % 3],
@@ -112,15 +112,15 @@ select (array['send_email', 'charge', 'report', 'sync_user', 'webhook'])[1 + g %
        1 + g % 3, g % 3, case when g % 3 > 0 then 'upstream 503, retried' end,
        now() - make_interval(secs => g % 86400 - 1)
   from generate_series(1, $OFFLANE_N) as g;
-insert into jobs (kind, queue, state, finalized_at, last_error_message)
+insert into jobs_in (kind, queue, state, finalized_at, last_error_message)
 select 'report', 'billing', 'cancelled', now(), 'cancelled by an operator'
   from generate_series(1, $CANCELLED_N);
-insert into jobs (kind, queue, state, run_at)
+insert into jobs_in (kind, queue, state, run_at)
 select 'report', 'billing', 'scheduled', now() + make_interval(mins => 10 + g % 1000)
   from generate_series(1, $SCHEDULED_N) as g;
-insert into jobs (kind, queue, args)
+insert into jobs_in (kind, queue, args)
 select 'noop', 'backlog', jsonb_build_object('n', g) from generate_series(1, $BACKLOG_N) as g;
-insert into jobs (kind, queue, state, callback_id, callback_timeout_at)
+insert into jobs_in (kind, queue, state, callback_id, callback_timeout_at)
 select 'await_callback', 'default', 'waiting_external', gen_random_uuid(), now() + interval '1 day'
   from generate_series(1, 50);
 EOF
@@ -128,7 +128,7 @@ have=$(sql $DB -c "select count(*) from job_rows")
 rest=$((TOTAL_N - have - RUNNING_N))
 if [ "$rest" -gt 0 ]; then
   # The rest: finished jobs of a rare kind, one in 500 of them.
-  sql $DB -c "insert into jobs (kind, queue, state, finalized_at) select case when g % 500 = 0 then 'rare_kind' else 'report' end, 'mail', 'completed', now() from generate_series(1, $rest) as g"
+  sql $DB -c "insert into jobs_in (kind, queue, state, finalized_at) select case when g % 500 = 0 then 'rare_kind' else 'report' end, 'mail', 'completed', now() from generate_series(1, $rest) as g"
 fi
 sql $DB <<EOF
 insert into dead_letter_jobs (original_job_id, kind, queue, args, priority,
@@ -158,7 +158,7 @@ sql $DB -c "select '#   ' || state || ': ' || count(*) from jobs group by state 
 sql $DB -c "select '#   table sizes: job_rows ' || pg_size_pretty(pg_total_relation_size('job_rows')) || ', dead_letter_jobs ' || pg_size_pretty(pg_total_relation_size('dead_letter_jobs')) || ', claim_batches ' || (select count(*) from claim_batches) || ' rows, batch_completions ' || (select count(*) from batch_completions) || ' rows'"
 
 # The worker the pages are asked of, with long jobs running.
-sql $DB -c "insert into jobs (kind, args) select 'sleep', '{\"ms\": 3600000}' from generate_series(1, $RUNNING_N)"
+sql $DB -c "insert into jobs_in (kind, args) select 'sleep', '{\"ms\": 3600000}' from generate_series(1, $RUNNING_N)"
 cat >"$WORK/dash.toml" <<EOF
 [worker]
 completed_retention = "30d"

@@ -84,12 +84,12 @@ EOF
 # 1. The history.
 for ((done_ = 0; done_ < LANE_N; done_ += 100000)); do
   n=$((LANE_N - done_ < 100000 ? LANE_N - done_ : 100000))
-  sql history -c "insert into jobs (kind, args) select 'noop', jsonb_build_object('n', g)
+  sql history -c "insert into jobs_in (kind, args) select 'noop', jsonb_build_object('n', g)
                   from generate_series(1, $n) as g"
 done
-sql history -c "insert into jobs (kind, ordering_key) select 'noop', 'k' || (g % 5000)
+sql history -c "insert into jobs_in (kind, ordering_key) select 'noop', 'k' || (g % 5000)
                 from generate_series(1, $ROW_N) as g"
-sql history -c "insert into jobs (kind, queue, state) select 'noop', 'other',
+sql history -c "insert into jobs_in (kind, queue, state) select 'noop', 'other',
                 case when g % 2 = 0 then 'scheduled' else 'available' end
                 from generate_series(1, $ROW_N) as g"
 WORKER_LOG=$(mktemp /tmp/aw-bench-history.XXXXXX.log)
@@ -131,8 +131,8 @@ sql history -c "vacuum analyze job_batches"
 # 2. Running on top of it.
 sql history -c "select pg_stat_statements_reset()" >/dev/null
 for ((t = 0; t < SECONDS_; t += 2)); do
-  sql history -c "insert into jobs (kind) select 'noop' from generate_series(1, 20)" \
-    -c "insert into jobs (kind, queue, ordering_key) values ('noop', 'other', 'trickle$t')"
+  sql history -c "insert into jobs_in (kind) select 'noop' from generate_series(1, 20)" \
+    -c "insert into jobs_in (kind, queue, ordering_key) values ('noop', 'other', 'trickle$t')"
   sleep 2
 done
 kill -TERM "$WORKER"
@@ -149,13 +149,13 @@ sql history -F ' ' -c "
     from pg_stat_statements
    where dbid = (select oid from pg_database where datname = 'history')
      and query not like '%pg_stat_statements%'
-     and query not like 'insert into jobs (kind%'
+     and query not like 'insert into jobs_in (kind%'
    order by max_exec_time desc
    limit $TOP"
 over=$(sql history -c "
   select count(*) from pg_stat_statements
    where dbid = (select oid from pg_database where datname = 'history')
      and query not like '%pg_stat_statements%'
-     and query not like 'insert into jobs (kind%'
+     and query not like 'insert into jobs_in (kind%'
      and max_exec_time > $LIMIT_MS")
 echo "RESULT history/over_limit limit_ms=$LIMIT_MS count=$over"

@@ -11,7 +11,7 @@
 #      run; same: in the queue's own database.
 #   2. bulk enqueue from one client, ENQUEUE_N jobs in transactions of
 #      ENQUEUE_BATCH (bench/tools/enqueue.cpp): aw::enqueue_many (api),
-#      COPY jobs (kind, args) FROM STDIN through pqxx::stream_to (copy), and
+#      COPY jobs_in (kind, args) FROM STDIN through pqxx::stream_to (copy), and
 #      one INSERT ... SELECT FROM unnest(...) RETURNING id (insert);
 #      then the server's floors for the same transactions: pgbench, one
 #      client, the jobs generated inside the server (no client data), into
@@ -75,7 +75,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 
 # The server's own floor for the same inserts: pgbench commits transactions
-# of ENQUEUE_BATCH jobs generated inside the server (INSERT INTO jobs ...
+# of ENQUEUE_BATCH jobs generated inside the server (INSERT INTO jobs_in ...
 # SELECT FROM generate_series, no client data at all), one client. No
 # client library can enqueue faster than this on this machine.
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
@@ -96,7 +96,7 @@ floor() {  # floor NAME SQL: jobs/s of pgbench committing SQL, ENQUEUE_N / ENQUE
   echo "RESULT enqueue_floor/$1 jobs=$((ENQUEUE_N / ENQUEUE_BATCH * ENQUEUE_BATCH)) batch=$ENQUEUE_BATCH jobs_per_sec=$(gawk -v t="$tps" -v b="$ENQUEUE_BATCH" 'BEGIN { printf "%.0f", t * b }')"
 }
 # Through the SQL contract, as any producer would.
-floor jobs "insert into jobs (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $ENQUEUE_BATCH) as g;"
+floor jobs "insert into jobs_in (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $ENQUEUE_BATCH) as g;"
 # A bare table (id, kind, args; no other index, trigger or view): what the
 # disk and one backend allow any queue.
 floor bare_table "insert into bare_jobs (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $ENQUEUE_BATCH) as g;"

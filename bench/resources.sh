@@ -105,7 +105,7 @@ sleep "$IDLE_S"
 IDLE_T=$(threads "$WORKER_PID"); IDLE_R=$(rss_mb "$WORKER_PID")
 echo "# idle: concurrency 5000, after $((IDLE_S + 1)) s: $IDLE_T threads, RSS $IDLE_R MB"
 echo "RESULT resources/idle threads=$IDLE_T rss_mb=$IDLE_R"
-sql idle -c "insert into jobs (kind) select 'noop' from generate_series(1, $BUSY_N)"
+sql idle -c "insert into jobs_in (kind) select 'noop' from generate_series(1, $BUSY_N)"
 read -r BUSY_T BUSY_R BUSY_S < <(sample_until_done idle "$UNFINISHED")
 echo "# busy: $BUSY_N noop jobs in ${BUSY_S}s: at most $BUSY_T threads, RSS at most $BUSY_R MB"
 echo "RESULT resources/busy threads_max=$BUSY_T"
@@ -113,7 +113,7 @@ stop_worker
 
 # ---- 2. ten thousand timers at once ---------------------------------------------------------------
 start_worker timers "$TIMER_N"
-sql timers -c "insert into jobs (kind, args)
+sql timers -c "insert into jobs_in (kind, args)
                select 'sleep', jsonb_build_object('ms', $TIMER_MS) from generate_series(1, $TIMER_N)"
 read -r TIM_T TIM_R TIM_S < <(sample_until_done timers "$UNFINISHED")
 DONE=$(sql timers -c "select count(*) from jobs where state = 'completed'")
@@ -124,7 +124,7 @@ stop_worker
 
 # ---- 3. big args ----------------------------------------------------------------------------------
 start_worker big "$BIG_N"
-sql big -c "insert into jobs (kind, args)
+sql big -c "insert into jobs_in (kind, args)
             select 'noop', jsonb_build_object('blob', repeat('x', $BIG_MB * 1024 * 1024))
               from generate_series(1, $BIG_N)"
 read -r BIG_T BIG_R BIG_S < <(sample_until_done big "$UNFINISHED")

@@ -6,7 +6,7 @@
 # same hour (bench/compare.sh runs all three on one server):
 #
 #   fresh database -> `actor-worker migrate` -> N `noop` jobs enqueued with
-#   ONE plain SQL statement through the public contract (INSERT INTO jobs
+#   ONE plain SQL statement through the public contract (INSERT INTO jobs_in
 #   (kind, args) SELECT ... FROM generate_series) -> ANALYZE + CHECKPOINT ->
 #   snapshot WAL position and committed transactions -> start P
 #   `actor-worker run` processes (shipped defaults except `concurrency`) ->
@@ -228,9 +228,9 @@ one_run() {
   fi
   tq=$(now)
   if [ "$ENQUEUE" = copy ]; then
-    sql "$db" -c "\\copy jobs (kind, args) from '$WORK/jobs.copy'"
+    sql "$db" -c "\\copy jobs_in (kind, args) from '$WORK/jobs.copy'"
   else
-    sql "$db" -c "insert into jobs (kind, args)
+    sql "$db" -c "insert into jobs_in (kind, args)
                   select '$KIND', jsonb_build_object('id', i) from generate_series(1, $N) as i"
   fi
   te=$(fsub "$(now)" "$tq")

@@ -120,9 +120,9 @@ run_one() {
   } >"$cfg"
   # `migrate` migrates every database the file names.
   "$BIN" --config "$cfg" migrate --log-level warn || die "migrate failed ($mode)"
-  sql_at "$PORT" "$db" -c "insert into jobs (kind, queue, args)
+  sql_at "$PORT" "$db" -c "insert into jobs_in (kind, queue, args)
                            select 'noop', 'a', jsonb_build_object('id', i) from generate_series(1, $half) as i"
-  sql_at "$port_b" "$db" -c "insert into jobs (kind, queue, args)
+  sql_at "$port_b" "$db" -c "insert into jobs_in (kind, queue, args)
                              select 'noop', 'b', jsonb_build_object('id', i) from generate_series(1, $other) as i"
   sql_at "$PORT" "$db" -c "analyze" -c "checkpoint"
   [ "$mode" = two ] && sql_at "$PORT2" "$db" -c "analyze" -c "checkpoint"

@@ -144,7 +144,7 @@ concurrency = $CONCURRENCY
 EOF
 
 # ---- the drain: its rate sets the producer's ----------------------------------------------------
-sql "$DB" -c "insert into jobs (kind, args)
+sql "$DB" -c "insert into jobs_in (kind, args)
               select 'noop', jsonb_build_object('n', i) from generate_series(1, $DRAIN_N) as i"
 sql "$DB" -c "analyze" -c "checkpoint"
 T0=$(now)
@@ -161,7 +161,7 @@ echo "# drain: $DRAIN_N jobs in ${DRAIN_S}s = $DRAIN_RATE jobs/s; the producer e
 
 # ---- the soak -----------------------------------------------------------------------------------
 cat >"$WORK/enqueue.sql" <<EOF
-insert into jobs (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $BATCH) as g;
+insert into jobs_in (kind, args) select 'noop', jsonb_build_object('n', g) from generate_series(1, $BATCH) as g;
 EOF
 DURATION=$((MINUTES * 60))
 SOAK_START=$(now)

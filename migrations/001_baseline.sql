@@ -245,24 +245,8 @@ CREATE TABLE job_ring (
 );
 INSERT INTO job_ring (period) VALUES (interval '6 hours');
 
--- ---------------------------------------------------------------------------
--- jobs_live: every job with its live state. The relation to read.
--- ---------------------------------------------------------------------------
-CREATE VIEW jobs_live AS
-SELECT j.id, j.kind, j.queue, j.args, coalesce(l.state, j.state) AS state,
-       j.priority, j.run_at, j.created_at,
-       j.attempt + CASE WHEN l.state IS NULL THEN 0 ELSE 1 END AS attempt,
-       j.error_count, j.max_attempts, j.last_error_message, j.last_failed_at,
-       coalesce(l.locked_by, b.worker) AS locked_by,
-       coalesce(l.locked_at, b.claimed_at) AS locked_at,
-       coalesce(l.finalized_at, j.finalized_at) AS finalized_at,
-       j.metadata, j.tags, j.deadline_ms, j.callback_id,
-       j.callback_timeout_at, j.callback_result, j.ordering_key,
-       j.unique_key, j.unique_states
-  FROM jobs AS j
-  LEFT JOIN LATERAL actor_worker_lane_state(j.queue, j.priority, j.ready_xid,
-                                            j.id, j.state) AS l ON true
-  LEFT JOIN job_batches AS b ON b.id = j.batch_id AND j.ready_xid = '0';
+-- (The view of every job with its live state, first jobs_live here, is
+-- `jobs` since migration 010, which renamed this table jobs_in.)
 
 -- ---------------------------------------------------------------------------
 -- The dead letter queue.

@@ -25,7 +25,7 @@ if [ -z "${DATABASE_URL:-}" ]; then
   # After the worker: the jobs stay there to look at.
   trap 'echo "run.sh: the database keeps running at $DATABASE_URL:" \
              "try  DATABASE_URL=$DATABASE_URL $BIN dlq list  or" \
-             "psql $DATABASE_URL -c \"SELECT id, kind, state FROM jobs_live\";" \
+             "psql $DATABASE_URL -c \"SELECT id, kind, state FROM jobs\";" \
              "stop it with  (cd / && $ROOT/scripts/pg.sh stop $PGDIR)" >&2' EXIT
 fi
 

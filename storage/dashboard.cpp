@@ -134,35 +134,19 @@ dashboard_page dashboard_jobs(pqxx::connection_base& conn,
   const int64_t before = f.before > 0 ? f.before : top;
   const int64_t limit = clamp_limit(f.limit);
   const int64_t budget = clamp_budget(f.scan_budget);
-  // Deriving a lane job's state costs more than reading a row: a tenth.
-  const int64_t lane_budget = std::max<int64_t>(100, budget / 10);
   snapshot tx(conn, "aw_dashboard_jobs");
   no_parallel_workers(tx);
   std::vector<source_hits> sources;
-  const auto& s = f.state;
-  if (s.empty()) {
+  if (f.state.empty())
     sources.push_back(budgeted(tx.exec_params1(sql::dashboard_jobs_newest,
                                                before, f.queue, f.kind, limit,
                                                budget),
                                limit, budget));
-  } else if (s == "completed" || s == "cancelled") {
-    sources.push_back(budgeted(tx.exec_params1(sql::dashboard_jobs_finished,
-                                               before, s, f.queue, f.kind,
-                                               limit, budget),
-                               limit, budget));
-  } else {
-    // Live states off the lanes: few rows, read whole from their indexes.
-    sources.push_back(exhaustive(tx.exec_params1(sql::dashboard_jobs_live,
-                                                 before, s, f.queue, f.kind,
-                                                 limit),
+  else
+    sources.push_back(exhaustive(tx.exec_params1(sql::dashboard_jobs_state,
+                                                 before, f.state, f.queue,
+                                                 f.kind, limit),
                                  limit));
-  }
-  // Jobs on the lanes, whose state their batch gives (jobs_live).
-  if (s == "available" || s == "running" || s == "completed")
-    sources.push_back(
-      budgeted(tx.exec_params1(sql::dashboard_jobs_lane, before, f.queue,
-                               f.kind, limit, lane_budget, s),
-               limit, lane_budget));
   auto m = merge(sources, limit);
   dashboard_page page;
   page.next_before = m.next_before;

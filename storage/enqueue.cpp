@@ -182,7 +182,7 @@ void enqueue_copied(pqxx::transaction_base& tx,
                     const std::vector<size_t>& plain, std::vector<int64_t>& ids) {
   auto taken = tx.exec_params(storage::sql::enqueue_ids,
                               static_cast<int64_t>(plain.size()));
-  pqxx::stream_to copy(tx, "jobs",
+  pqxx::stream_to copy(tx, "jobs_in",
                        std::vector<std::string>{"id", "kind", "queue", "args",
                                                 "priority"});
   for (size_t k = 0; k < plain.size(); ++k) {

@@ -209,9 +209,21 @@ void job_store::connect() {
     for (const auto& [name, text] : statements())
       conn->prepare(std::string{name}, text);
   conn_ = std::move(conn);
+  if (opts_.prepared_statements) {
+    // A session of its own (no pooler): which server process it is, for
+    // end_lost_backend() should it break.
+    pqxx::nontransaction q(*conn_, "aw_backend_start");
+    auto r = run(q, "aw_backend_start");
+    if (!r.empty())
+      backend_started_ = r[0]["started"].as<std::string>();
+  }
 }
 
 void job_store::disconnect() noexcept {
+  if (conn_ && !backend_started_.empty()) {
+    lost_backend_pid_ = conn_->backendpid();
+    lost_backend_started_ = backend_started_;
+  }
   backend_started_.clear();
   try {
     conn_.reset();
@@ -366,6 +378,8 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
     return {std::move(reports),
             claim(queue, limit, max_bytes, default_deadline_ms)};
   }
+  if (in_doubt)
+    end_lost_backend();
   connect();
   std::vector<int64_t> jobs;
   std::vector<int64_t> leases;
@@ -395,12 +409,32 @@ job_store::finish_and_claim(const std::vector<job_outcome>& outcomes,
   return {std::move(reports), std::move(claimed)};
 }
 
+void job_store::end_backend(int pid, const std::string& started) {
+  for (int i = 0; i < 200 && pid != 0 && !started.empty(); ++i) {
+    pqxx::nontransaction q(*conn_, "aw_transactional_terminate");
+    if (run(q, "aw_transactional_terminate", pid, started).empty())
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+}
+
+void job_store::end_lost_backend() {
+  if (lost_backend_pid_ == 0)
+    return;
+  connect();
+  end_backend(lost_backend_pid_, lost_backend_started_);
+  lost_backend_pid_ = 0;
+  lost_backend_started_.clear();
+}
+
 std::vector<finish_report>
 job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
-  // A lane completion recorded twice counts once (receipts are sets), and
-  // any other outcome finds its lease no longer running the job: in doubt
-  // or not, the same statements are right.
-  (void) in_doubt;
+  // A lane completion recorded twice counts once (an outcome records only
+  // jobs no receipt of their batch holds yet), and any other outcome finds
+  // its lease no longer running the job: once the server process that may
+  // still be committing them is gone, the same statements are right.
+  if (in_doubt)
+    end_lost_backend();
   connect();
   if (lane_completions_only(outcomes)) {
     // The hot path: one statement in autocommit.
@@ -757,12 +791,7 @@ job_store::still_held_after_lost_commit(const job_outcome& job, int pid,
       connect();
       // The server process that got the COMMIT goes first (it may still be
       // committing), waited for up to 10 s.
-      for (int i = 0; i < 200 && !started.empty(); ++i) {
-        pqxx::nontransaction q(*conn_, "aw_transactional_terminate");
-        if (run(q, "aw_transactional_terminate", pid, started).empty())
-          break;
-        std::this_thread::sleep_for(std::chrono::milliseconds{50});
-      }
+      end_backend(pid, started);
       pqxx::nontransaction q(*conn_, "aw_transactional_held");
       auto r = run(q, "aw_transactional_held", opts_.worker_id, job.job_id,
                    job.lease);

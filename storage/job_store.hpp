@@ -130,8 +130,10 @@ public:
   /// Lane completions are one statement per flush. Returns one report per
   /// outcome, in order. `in_doubt`: these outcomes were sent before and
   /// the connection broke before the answer, so that commit may have
-  /// happened: a lane completion recorded twice counts once, and any other
-  /// outcome finds its lease no longer running and reports itself stale.
+  /// happened: the server process that ran it goes first (it may still be
+  /// running it), then a lane completion recorded twice counts once, and
+  /// any other outcome finds its lease no longer running and reports
+  /// itself stale.
   std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes,
                                     bool in_doubt = false);
 
@@ -287,6 +289,18 @@ private:
                                     const std::string& started,
                                     const cancellation_token& cancel);
 
+  /// Ends server process `pid` (started at `started`) if it is still
+  /// there, waiting up to 10 s for it to go: whatever it was committing has
+  /// then committed or never will. Needs a connection.
+  void end_backend(int pid, const std::string& started);
+
+  /// Before outcomes in doubt are sent again: ends the server process of
+  /// the connection that broke under them (lost_backend_), if known, so
+  /// that its statement cannot commit after theirs (a completion counted
+  /// twice). Behind a transaction-mode pooler the process is not this
+  /// session's, and nothing is ended.
+  void end_lost_backend();
+
   job_store_options opts_;
   /// Text array literal of the observed kinds ("{}" for none).
   std::string observed_kinds_ = "{}";
@@ -296,8 +310,13 @@ private:
   /// Each table vacuum() vacuumed, and its dead tuples when it did.
   std::map<std::string, int64_t> dead_when_vacuumed_;
   /// This connection's server process and its start time (backend_start),
-  /// read by the first transact() on it: "" until then.
+  /// read when it connects (without a pooler) or by the first transact()
+  /// on it: "" until then.
   std::string backend_started_;
+  /// The server process of the last connection that broke, and its start
+  /// time (end_lost_backend()); pid 0: none known.
+  int lost_backend_pid_ = 0;
+  std::string lost_backend_started_;
   // pqxx::connection is a typedef (not forward-declarable) and its base has
   // no virtual destructor: the deleter, defined in the .cpp, knows the type.
   using connection_deleter = void (*)(pqxx::connection_base*);

@@ -11,7 +11,7 @@ namespace aw::storage {
 
 const std::vector<required_table>& required_schema() {
   static const std::vector<required_table> tables = {
-    {"jobs",
+    {"jobs_in",
      {"id", "kind", "queue", "args", "state", "priority", "run_at",
       "created_at", "attempt", "error_count", "max_attempts",
       "last_error_message", "last_failed_at", "finalized_at", "metadata",
@@ -19,6 +19,13 @@ const std::vector<required_table>& required_schema() {
       "callback_result", "ordering_key", "unique_key", "unique_states",
       "ready_xid", "batch_id", "slot", "start_unknown", "callback_lease",
       "callback_early"}},
+    {"jobs",
+     {"id", "kind", "queue", "args", "state", "priority", "run_at",
+      "created_at", "attempt", "error_count", "max_attempts",
+      "last_error_message", "last_failed_at", "locked_by", "locked_at",
+      "finalized_at", "metadata", "tags", "deadline_ms", "callback_id",
+      "callback_timeout_at", "callback_result", "ordering_key", "unique_key",
+      "unique_states"}},
     {"jobs_live",
      {"id", "kind", "queue", "args", "state", "priority", "run_at",
       "created_at", "attempt", "error_count", "max_attempts",
@@ -30,7 +37,7 @@ const std::vector<required_table>& required_schema() {
      {"id", "slot", "queue", "priority", "worker", "claimed_at", "on_lane",
       "tick_lo", "tick_hi", "first_xid", "first_id", "to_xid", "to_id",
       "size", "finished_at", "rescued_at"}},
-    {"batch_receipts", {"batch_id", "slot", "done", "ids", "at"}},
+    {"batch_receipts", {"batch_id", "slot", "done", "bucket", "mask", "at"}},
     {"job_starts", {"batch_id", "ids", "at"}},
     {"job_ring", {"singleton", "period", "recycled_at"}},
     {"dead_letter_jobs",

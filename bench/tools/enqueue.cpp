@@ -7,9 +7,9 @@
 //
 //   api     aw::enqueue_many (ids returned; COPY from copy_threshold plain
 //           jobs on, one INSERT of column arrays below it)
-//   copy    COPY jobs (kind, args) FROM STDIN through pqxx::stream_to, as
+//   copy    COPY jobs_in (kind, args) FROM STDIN through pqxx::stream_to, as
 //           any client library bulk-loads (no ids returned)
-//   insert  one INSERT INTO jobs (kind, args) SELECT ... FROM unnest(...)
+//   insert  one INSERT INTO jobs_in (kind, args) SELECT ... FROM unnest(...)
 //           per batch, RETURNING id
 //
 // Prints `RESULT enqueue/WAY jobs=.. batch=.. seconds=.. jobs_per_sec=..`.
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
         if (aw::enqueue_many(tx, requests).size() != static_cast<size_t>(n))
           throw std::runtime_error("enqueue_many returned too few ids");
       } else if (way == "copy") {
-        pqxx::stream_to copy(tx, "jobs", std::vector<std::string>{"kind", "args"});
+        pqxx::stream_to copy(tx, "jobs_in", std::vector<std::string>{"kind", "args"});
         for (long k = 0; k < n; ++k)
           copy << std::make_tuple(std::string{"noop"},
                                   "{\"n\": " + std::to_string(done + k) + "}");
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
         }
         kinds += '}';
         args += '}';
-        auto r = tx.exec_params("INSERT INTO jobs (kind, args) SELECT u.kind, u.args "
+        auto r = tx.exec_params("INSERT INTO jobs_in (kind, args) SELECT u.kind, u.args "
                                 "FROM unnest($1::text[], $2::jsonb[]) AS u(kind, args) "
                                 "RETURNING id",
                                 kinds, args);

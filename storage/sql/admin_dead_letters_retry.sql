@@ -13,7 +13,7 @@ WITH moved AS (
      AND ($4 = '' OR d.fingerprint = $4)
   RETURNING d.*
 )
-INSERT INTO jobs (kind, queue, args, priority, max_attempts, metadata, tags)
+INSERT INTO jobs_in (kind, queue, args, priority, max_attempts, metadata, tags)
 SELECT m.kind, m.queue, m.args, m.priority, m.max_attempts,
        m.metadata || jsonb_build_object(
          'retried_from_dead_letter',

@@ -13,8 +13,9 @@ SELECT j.id, j.state, j.callback_early IS NOT NULL AS kept,
                 AND j.state = 'available'
                 AND NOT EXISTS (SELECT 1 FROM batch_receipts AS r
                                  WHERE r.batch_id = j.callback_lease
-                                   AND j.id = ANY (r.ids)))), false)
+                                   AND r.bucket = j.id >> 6
+                                   AND actor_worker_has_bit(r.mask, j.id)))), false)
          AS running
-  FROM jobs AS j
+  FROM jobs_in AS j
  WHERE j.callback_id = $1::uuid
    FOR UPDATE OF j

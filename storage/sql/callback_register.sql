@@ -12,7 +12,7 @@ WITH batch AS (
    WHERE b.id = $3 AND b.worker = $1 AND b.rescued_at IS NULL
      FOR KEY SHARE
 )
-UPDATE jobs AS j
+UPDATE jobs_in AS j
    SET callback_id = gen_random_uuid(),
        callback_timeout_at = now() + $4::bigint * interval '1 millisecond',
        callback_lease = $3, callback_early = NULL
@@ -21,5 +21,6 @@ UPDATE jobs AS j
         OR (($3::bigint & 1) = 1 AND j.ready_xid <> '0'
             AND j.state = 'available'
             AND NOT EXISTS (SELECT 1 FROM batch_receipts AS r
-                             WHERE r.batch_id = $3 AND $2 = ANY (r.ids))))
+                             WHERE r.batch_id = $3 AND r.bucket = $2::bigint >> 6
+                               AND actor_worker_has_bit(r.mask, $2))))
 RETURNING j.callback_id::text AS callback_id

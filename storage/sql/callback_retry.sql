@@ -3,7 +3,7 @@
 -- payload stored in callback_result; its queue's workers are woken
 -- (channel $3).
 WITH resumed AS (
-  UPDATE jobs AS j
+  UPDATE jobs_in AS j
      SET state = 'available', run_at = now(), callback_result = $2::jsonb,
          callback_timeout_at = NULL
    WHERE j.callback_id = $1::uuid AND j.state = 'waiting_external'

@@ -7,7 +7,7 @@ DELETE FROM job_starts WHERE ctid IN (
            SELECT 1 FROM job_batches AS b
             WHERE b.id = s.batch_id AND b.rescued_at IS NULL
               AND CASE WHEN b.on_lane THEN b.finished_at IS NULL
-                       ELSE EXISTS (SELECT 1 FROM jobs AS j
+                       ELSE EXISTS (SELECT 1 FROM jobs_in AS j
                                      WHERE j.batch_id = b.id
                                        AND j.state = 'running') END)
    ORDER BY s.at

@@ -7,6 +7,6 @@ UPDATE job_batches AS b
           FROM job_batches AS x JOIN batch_receipts AS c ON c.batch_id = x.id
          WHERE x.on_lane AND x.finished_at IS NULL AND x.rescued_at IS NULL
          GROUP BY x.id, x.size
-        HAVING sum(cardinality(c.ids)) >= x.size
+        HAVING actor_worker_batch_done(x.id) >= x.size
          LIMIT $1) AS r
  WHERE b.id = r.id

@@ -6,7 +6,7 @@
 WITH runs AS (
   SELECT * FROM unnest($1::bigint[], $5::bigint[]) AS r(id, lease)
 ), done AS (
-  UPDATE jobs AS j
+  UPDATE jobs_in AS j
      SET state = 'completed', finalized_at = now()
     FROM runs
    WHERE j.id = runs.id AND j.batch_id = runs.lease AND j.state = 'running'

@@ -2,7 +2,7 @@
 WITH runs AS (
   SELECT * FROM unnest($1::bigint[], $5::bigint[]) AS r(id, lease)
 ), done AS (
-  DELETE FROM jobs AS j
+  DELETE FROM jobs_in AS j
    USING runs
    WHERE j.id = runs.id AND j.batch_id = runs.lease AND j.state = 'running'
   RETURNING j.id, j.queue, j.ordering_key,

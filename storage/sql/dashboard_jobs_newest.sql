@@ -5,12 +5,12 @@
 -- looked at with how many were (fewer than $5: nothing below was left).
 WITH scan AS (
   SELECT min(s.id) AS low, count(*) AS scanned
-    FROM (SELECT r.id FROM jobs AS r
+    FROM (SELECT r.id FROM jobs_in AS r
            WHERE r.id < $1 ORDER BY r.id DESC LIMIT $5) AS s
 )
 SELECT w.low, w.scanned,
        (SELECT coalesce(array_agg(h.id ORDER BY h.id DESC), '{}')
-          FROM (SELECT r.id FROM jobs AS r
+          FROM (SELECT r.id FROM jobs_in AS r
                  WHERE r.id < $1 AND r.id >= w.low
                    AND ($2 = '' OR r.queue = $2)
                    AND ($3 = '' OR r.kind = $3)

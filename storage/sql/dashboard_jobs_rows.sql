@@ -1,4 +1,4 @@
--- The dashboard's list rows of jobs $1 (an array of ids), as jobs_live
+-- The dashboard's list rows of jobs $1 (an array of ids), as jobs
 -- shows them, newest first, as one JSON array: the columns a list shows,
 -- the error cut to 300 characters, no args or metadata.
 SELECT coalesce(json_agg(json_build_object(
@@ -10,4 +10,4 @@ SELECT coalesce(json_agg(json_build_object(
          'last_error_message', left(j.last_error_message, 300),
          'tags', j.tags)
          ORDER BY j.id DESC), '[]')::text AS rows
-  FROM jobs_live AS j WHERE j.id = ANY ($1::bigint[])
+  FROM jobs AS j WHERE j.id = ANY ($1::bigint[])

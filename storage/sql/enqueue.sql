@@ -4,7 +4,7 @@
 -- (ready_xid: this transaction, the column's default); the others are put
 -- off the lanes at once (ready_xid 0), where they are claimed as rows
 -- when due.
-INSERT INTO jobs (kind, queue, args, state, priority, run_at, max_attempts,
+INSERT INTO jobs_in (kind, queue, args, state, priority, run_at, max_attempts,
                   metadata, tags, deadline_ms, ordering_key, ready_xid)
 SELECT r.kind, r.queue, r.args,
        CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,

@@ -7,10 +7,9 @@ WITH idle AS (
            SELECT FROM job_batches AS b
             WHERE b.worker = $1 AND b.on_lane AND b.finished_at IS NULL
               AND b.rescued_at IS NULL
-              AND b.size > (SELECT coalesce(sum(cardinality(r.ids)), 0)
-                              FROM batch_receipts AS r WHERE r.batch_id = b.id))
+              AND b.size > actor_worker_batch_done(b.id))
          AND NOT EXISTS (
-           SELECT FROM jobs AS j JOIN job_batches AS b ON b.id = j.batch_id
+           SELECT FROM jobs_in AS j JOIN job_batches AS b ON b.id = j.batch_id
             WHERE j.state = 'running' AND b.worker = $1) AS yes
 ), gone AS (
   DELETE FROM worker_nodes AS n

@@ -3,14 +3,12 @@
 -- receipts) and its running rows, by the node of the worker (its
 -- worker_nodes row; the worker id when it has none).
 WITH held (queue, worker, jobs) AS (
-  SELECT b.queue, b.worker, sum(b.size - coalesce(
-           (SELECT sum(cardinality(r.ids)) FROM batch_receipts AS r
-             WHERE r.batch_id = b.id), 0))::bigint
+  SELECT b.queue, b.worker, sum(b.size - actor_worker_batch_done(b.id))::bigint
     FROM job_batches AS b
    WHERE b.on_lane AND b.finished_at IS NULL AND b.rescued_at IS NULL
    GROUP BY b.queue, b.worker
   UNION ALL
-  SELECT j.queue, b.worker, count(*) FROM jobs AS j
+  SELECT j.queue, b.worker, count(*) FROM jobs_in AS j
     JOIN job_batches AS b ON b.id = j.batch_id
    WHERE j.state = 'running' GROUP BY j.queue, b.worker
 )

@@ -26,7 +26,7 @@ WITH lanes AS (
 ), ready (queue, kind, jobs, oldest) AS MATERIALIZED (
   SELECT queue, kind, jobs, oldest FROM lane_ready
   UNION ALL
-  SELECT queue, kind, count(*), min(run_at) FROM jobs
+  SELECT queue, kind, count(*), min(run_at) FROM jobs_in
    WHERE ready_xid = '0' AND state IN ('available', 'scheduled') AND run_at <= now()
    GROUP BY queue, kind
 ), live_nodes AS (
@@ -43,21 +43,19 @@ WITH lanes AS (
                         AND (w.kinds IS NULL OR r.kind = ANY (w.kinds)))
    GROUP BY r.queue
   UNION ALL
-  SELECT queue, 'scheduled', count(*), NULL FROM jobs
+  SELECT queue, 'scheduled', count(*), NULL FROM jobs_in
    WHERE ready_xid = '0' AND state IN ('available', 'scheduled') AND run_at > now()
    GROUP BY queue
   UNION ALL
-  SELECT b.queue, 'running', sum(b.size - coalesce(
-           (SELECT sum(cardinality(r.ids)) FROM batch_receipts AS r
-             WHERE r.batch_id = b.id), 0))::bigint, NULL
+  SELECT b.queue, 'running', sum(b.size - actor_worker_batch_done(b.id))::bigint, NULL
     FROM job_batches AS b
    WHERE b.on_lane AND b.finished_at IS NULL AND b.rescued_at IS NULL
    GROUP BY b.queue
   UNION ALL
-  SELECT queue, 'running', count(*), NULL FROM jobs
+  SELECT queue, 'running', count(*), NULL FROM jobs_in
    WHERE state = 'running' GROUP BY queue
   UNION ALL
-  SELECT queue, 'waiting_external', count(*), NULL FROM jobs
+  SELECT queue, 'waiting_external', count(*), NULL FROM jobs_in
    WHERE state = 'waiting_external' GROUP BY queue
   UNION ALL
   SELECT queue, 'dead_lettered', count(*), NULL FROM dead_letter_jobs

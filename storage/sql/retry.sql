@@ -1,7 +1,7 @@
 -- Job $1 of lease $2 failed and runs again after $5 ms, or (when $5 is
 -- NULL) after the retry backoff (actor_worker_retry_backoff), unless this
 -- failure was its last allowed attempt ($4: the worker's max_retries).
-UPDATE jobs AS j
+UPDATE jobs_in AS j
    SET state = 'scheduled', error_count = j.error_count + 1,
        last_error_message = $3, last_failed_at = now(),
        run_at = now() + coalesce($5::bigint * interval '1 millisecond',

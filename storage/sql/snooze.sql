@@ -1,5 +1,5 @@
 -- Job $1 of lease $2 runs again after $3 ms, not charged.
-UPDATE jobs AS j
+UPDATE jobs_in AS j
    SET state = 'scheduled', run_at = now() + $3::bigint * interval '1 millisecond',
        batch_id = NULL
  WHERE j.id = $1 AND j.batch_id = $2 AND j.state = 'running'

@@ -7,11 +7,12 @@
 -- still heartbeats the batch, so no rescue took it, and the lock on its
 -- row kept every other writer out while the transaction was open.
 SELECT EXISTS (
-         SELECT 1 FROM jobs AS j
+         SELECT 1 FROM jobs_in AS j
           WHERE j.id = $2 AND j.batch_id = $3 AND j.state = 'running')
        OR (($3::bigint & 1) = 1 AND EXISTS (
              SELECT 1 FROM job_batches AS b
               WHERE b.id = $3 AND b.worker = $1 AND b.rescued_at IS NULL)
            AND NOT EXISTS (
              SELECT 1 FROM batch_receipts AS r
-              WHERE r.batch_id = $3 AND $2 = ANY (r.ids))) AS held
+              WHERE r.batch_id = $3 AND r.bucket = $2::bigint >> 6
+                AND actor_worker_has_bit(r.mask, $2))) AS held

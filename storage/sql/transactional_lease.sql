@@ -8,7 +8,7 @@
 -- batch makes a rescue (FOR UPDATE SKIP LOCKED) pass it by, as while an
 -- outcome commits. A row while the lease holds.
 SELECT j.id
-  FROM jobs AS j
+  FROM jobs_in AS j
   JOIN job_batches AS b ON b.id = j.batch_id
  WHERE j.id = $2 AND j.batch_id = $3 AND j.state = 'running'
    AND b.worker = $1 AND b.rescued_at IS NULL

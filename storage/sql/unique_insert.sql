@@ -6,7 +6,7 @@
 INSERT INTO jobs_unique (id, kind, queue, args, state, priority, run_at,
                          max_attempts, metadata, tags, deadline_ms,
                          ordering_key, unique_key, unique_states, ready_xid)
-SELECT nextval(pg_get_serial_sequence('jobs', 'id')),
+SELECT nextval(pg_get_serial_sequence('jobs_in', 'id')),
        e.doc->>'kind', e.doc->>'queue', e.doc->'args', s.state,
        (e.doc->>'priority')::integer, s.run_at,
        (e.doc->>'max_attempts')::integer, e.doc->'metadata',

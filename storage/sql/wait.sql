@@ -9,11 +9,11 @@
 WITH run AS (
   SELECT j.id, j.callback_lease IS NOT DISTINCT FROM $2::bigint AS registered,
          j.callback_early
-    FROM jobs AS j
+    FROM jobs_in AS j
    WHERE j.id = $1 AND j.batch_id = $2 AND j.state = 'running'
      FOR UPDATE OF j
 )
-UPDATE jobs AS j
+UPDATE jobs_in AS j
    SET state = 'waiting_external',
        callback_id = CASE WHEN r.registered THEN j.callback_id
                           ELSE gen_random_uuid() END,

@@ -2,4 +2,4 @@
 -- latency histogram. Read only when metrics are on: one index lookup per
 -- claimed job.
 SELECT id, extract(epoch FROM clock_timestamp() - run_at)::float8 AS waited
-  FROM jobs WHERE id = ANY ($1::bigint[])
+  FROM jobs_in WHERE id = ANY ($1::bigint[])

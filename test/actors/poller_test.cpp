@@ -250,11 +250,13 @@ BOOST_AUTO_TEST_CASE(wake_claims_at_once_without_waiting_for_the_interval) {
 }
 
 BOOST_AUTO_TEST_CASE(an_awaited_claim_goes_where_no_outcome_is_being_recorded) {
-  // Two storage actors (connections). Outcomes go to them by job id, and a
-  // storage actor records them synchronously, a WAL flush each: a claim
-  // that handlers stand idle for goes to the other one, whatever the turn.
+  // Two storage actors (connections). Outcomes go to them by the job id's
+  // receipt bucket (id / 64), and a storage actor records them
+  // synchronously, a WAL flush each: a claim that handlers stand idle for
+  // goes to the other one, whatever the turn.
   auto second = add_completer();
-  script->backlog = 1; // job 1: its outcome goes to the second
+  script->backlog = 1; // job 64, of bucket 1: its outcome goes to the second
+  script->next_id = 64;
   auto p = spawn_poller(4, 30s);
   run();
   BOOST_REQUIRE(running() == 1u);
@@ -263,10 +265,10 @@ BOOST_AUTO_TEST_CASE(an_awaited_claim_goes_where_no_outcome_is_being_recorded) {
   // It finishes as another job commits (its wake-up).
   script->backlog = 1;
   script->next_id = 3;
-  dispatcher->complete(1);
+  dispatcher->complete(64);
   caf::anon_send(p, wake_atom::value);
   run();
-  BOOST_TEST(second->finished == std::vector<int64_t>{1});
+  BOOST_TEST(second->finished == std::vector<int64_t>{64});
   BOOST_TEST(second->claim_limits.empty());
   BOOST_REQUIRE(script->claim_limits.size() == 2u);
   BOOST_TEST(script->claim_awaited.back());

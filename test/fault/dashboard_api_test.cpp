@@ -217,7 +217,7 @@ BOOST_AUTO_TEST_CASE(read_only_protect_reads_and_token_env) {
   }
   // Read-only: every action refused, with the token, saying why.
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, state, run_at) VALUES ('noop', "
+  db.exec("INSERT INTO jobs_in (kind, state, run_at) VALUES ('noop', "
           "'scheduled', now() + interval '1 hour')");
   auto id = db.scalar("SELECT max(id) FROM jobs_live");
   for (auto* action : {"retry", "cancel"}) {
@@ -250,15 +250,15 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
   db_session db{env.url()};
   // 60 jobs that complete, a scheduled one, a long one to cancel while it
   // runs, 7 in a queue nobody serves, and dead letters of two causes.
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'noop', '{}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'noop', '{}' "
           "FROM generate_series(1, 60)");
-  db.exec("INSERT INTO jobs (kind, state, run_at) VALUES ('noop', "
+  db.exec("INSERT INTO jobs_in (kind, state, run_at) VALUES ('noop', "
           "'scheduled', now() + interval '1 hour')");
   auto scheduled = db.scalar("SELECT max(id) FROM jobs_live");
-  db.exec("INSERT INTO jobs (kind, args, queue) SELECT 'noop', "
+  db.exec("INSERT INTO jobs_in (kind, args, queue) SELECT 'noop', "
           "json_build_object('n', i), 'elsewhere' "
           "FROM generate_series(1, 7) AS i");
-  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'fail', "
+  db.exec("INSERT INTO jobs_in (kind, args, max_attempts) SELECT 'fail', "
           "json_build_object('message', 'order ' || i || ' rejected by "
           "''billing-' || i || ''''), 1 FROM generate_series(1, 4) AS i");
   for (int i = 0; i < 3; ++i)
@@ -425,7 +425,7 @@ BOOST_AUTO_TEST_CASE(reads_and_actions_against_real_data) {
              == "cancelled");
   r = act(p, "/api/jobs/" + std::to_string(scheduled) + "/cancel");
   BOOST_TEST(r.status == 409);
-  db.exec("INSERT INTO jobs (kind, args) VALUES ('sleep', '{\"ms\": 60000}')");
+  db.exec("INSERT INTO jobs_in (kind, args) VALUES ('sleep', '{\"ms\": 60000}')");
   auto long_id = db.scalar("SELECT max(id) FROM jobs_live");
   BOOST_REQUIRE(wait_until(
     [&] {
@@ -532,7 +532,7 @@ BOOST_AUTO_TEST_CASE(queue_pause_and_resume_are_audited_actions) {
   // the queue.
   BOOST_TEST(wait_until([&] { return contains(w->err(), "poller[default]: queue paused ("); },
                         10s));
-  db.exec("INSERT INTO jobs (kind) SELECT 'noop' FROM generate_series(1, 3)");
+  db.exec("INSERT INTO jobs_in (kind) SELECT 'noop' FROM generate_series(1, 3)");
   std::this_thread::sleep_for(1s);
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'") == 3);
 

@@ -146,32 +146,32 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
   // Real work: noop jobs, short sleeps in a second queue, two long runs,
   // a backlog in a queue nobody serves, scheduled jobs, a flaky job that
   // fails once then completes, and failures of two causes.
-  db.exec("INSERT INTO jobs (kind) SELECT 'noop' FROM generate_series(1, 300)");
-  db.exec("INSERT INTO jobs (kind, queue, args) SELECT 'sleep', 'mail', "
+  db.exec("INSERT INTO jobs_in (kind) SELECT 'noop' FROM generate_series(1, 300)");
+  db.exec("INSERT INTO jobs_in (kind, queue, args) SELECT 'sleep', 'mail', "
           "'{\"ms\": 200}' FROM generate_series(1, 40)");
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'sleep', '{\"ms\": 600000}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'sleep', '{\"ms\": 600000}' "
           "FROM generate_series(1, 2)");
-  db.exec("INSERT INTO jobs (kind, queue, args) SELECT 'noop', 'reports', "
+  db.exec("INSERT INTO jobs_in (kind, queue, args) SELECT 'noop', 'reports', "
           "json_build_object('day', i) FROM generate_series(1, 120) AS i");
-  db.exec("INSERT INTO jobs (kind, queue, state, run_at) SELECT 'noop', "
+  db.exec("INSERT INTO jobs_in (kind, queue, state, run_at) SELECT 'noop', "
           "'reports', 'scheduled', now() + interval '2 hours' "
           "FROM generate_series(1, 5)");
-  db.exec("INSERT INTO jobs (kind, args) VALUES ('fail', '{\"times\": 1, "
+  db.exec("INSERT INTO jobs_in (kind, args) VALUES ('fail', '{\"times\": 1, "
           "\"message\": \"upstream 502 from billing-7, will retry\"}')");
   auto flaky = db.scalar("SELECT max(id) FROM jobs_live");
   // Work spread over a minute, some of it failing once: the throughput
   // chart shows bars over several intervals (the picture in docs/).
-  db.exec("INSERT INTO jobs (kind, state, run_at) SELECT 'noop', 'scheduled', "
+  db.exec("INSERT INTO jobs_in (kind, state, run_at) SELECT 'noop', 'scheduled', "
           "now() + make_interval(secs => 5 + i * 0.2 + 8 * sin(i / 20.0)) "
           "FROM generate_series(1, 200) AS i");
-  db.exec("INSERT INTO jobs (kind, args, state, run_at) SELECT 'fail', "
+  db.exec("INSERT INTO jobs_in (kind, args, state, run_at) SELECT 'fail', "
           "'{\"times\": 1, \"message\": \"upstream 503\"}', 'scheduled', "
           "now() + make_interval(secs => 5 + i * 1.5) "
           "FROM generate_series(1, 30) AS i");
-  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'fail', "
+  db.exec("INSERT INTO jobs_in (kind, args, max_attempts) SELECT 'fail', "
           "json_build_object('message', 'payment ' || (1000 + i) || ' declined "
           "by ''gateway-' || i || ''''), 1 FROM generate_series(1, 6) AS i");
-  db.exec("INSERT INTO jobs (kind, queue, args, max_attempts) SELECT 'fail', "
+  db.exec("INSERT INTO jobs_in (kind, queue, args, max_attempts) SELECT 'fail', "
           "'mail', json_build_object('message', 'SMTP timeout after ' || i || "
           "'s talking to 10.0.0.' || i), 1 FROM generate_series(1, 3) AS i");
   add_dead_letter(db, "record", "mail", "connection to 'db-1' refused",
@@ -388,11 +388,11 @@ BOOST_AUTO_TEST_CASE(the_dashboard_in_a_real_browser) {
 
   // -- hostile content renders as text --------------------------------------
   add_dead_letter(db, hostile_kind, hostile_queue, hostile_error, hostile_args);
-  db.exec("INSERT INTO jobs (kind, queue, args) VALUES (" + db.quote(hostile_kind)
+  db.exec("INSERT INTO jobs_in (kind, queue, args) VALUES (" + db.quote(hostile_kind)
           + ", " + db.quote(hostile_queue) + ", " + db.quote(hostile_args)
           + "::jsonb)");
   auto hostile_job = db.scalar("SELECT max(id) FROM jobs_live");
-  db.exec("INSERT INTO jobs (kind, state, finalized_at, last_error_message) "
+  db.exec("INSERT INTO jobs_in (kind, state, finalized_at, last_error_message) "
           "VALUES ('noop', 'completed', now(), " + db.quote(hostile_error) + ")");
   auto no_markup = std::string{
     "return document.querySelectorAll('#main script, #main img, #main b, "
@@ -558,7 +558,7 @@ BOOST_AUTO_TEST_CASE(a_queue_is_paused_and_resumed_from_the_queues_page) {
   BOOST_TEST(db.scalar("SELECT count(*) FROM audit_log WHERE action = "
                        "'queue.resume' AND outcome = 'resumed'") == 1);
   // Jobs of the resumed queue run.
-  db.exec("INSERT INTO jobs (kind) SELECT 'noop' FROM generate_series(1, 5)");
+  db.exec("INSERT INTO jobs_in (kind) SELECT 'noop' FROM generate_series(1, 5)");
   BOOST_TEST(wait_until([&] {
     return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'") == 5;
   }, 30s));
@@ -568,7 +568,7 @@ BOOST_AUTO_TEST_CASE(protected_reads_ask_for_the_token) {
   fault_env env{"dash_browser_protected"};
   port_reservation http;
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, queue) SELECT 'noop', 'reports' "
+  db.exec("INSERT INTO jobs_in (kind, queue) SELECT 'noop', 'reports' "
           "FROM generate_series(1, 3)");
   worker_timings t;
   t.extra_toml = http_toml(http.port(), "token = \"" + token

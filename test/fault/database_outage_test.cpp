@@ -21,7 +21,7 @@ constexpr int bulk_jobs = 5000;
 /// `inject` breaks the database; then checks that none was lost.
 void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'record', "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'record', "
           "jsonb_build_object('ms', g % 6) FROM generate_series(1, "
           + std::to_string(bulk_jobs) + ") AS g");
   worker_timings ta;
@@ -44,7 +44,7 @@ void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
                           + "; unfinished: "
                           + db.describe("SELECT string_agg(format('%s %s attempt %s by %s "
                                         "(lane %s)', id, state, attempt, locked_by, "
-                                        "(SELECT r.ready_xid FROM jobs r WHERE r.id = j.id)), "
+                                        "(SELECT r.ready_xid FROM jobs_in r WHERE r.id = j.id)), "
                                         "'; ') FROM (SELECT * FROM jobs_live WHERE state <> "
                                         "'completed' LIMIT 5) j")
                           + "; open batches: "
@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(worker_started_before_postgres_begins_working_when_it_comes
   for (int i = 0; i < 5; ++i)
     ids.push_back(env.enqueue({"record", R"({"ms": 10})"}));
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'record', '{\"ms\": 10}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'record', '{\"ms\": 10}' "
           "FROM generate_series(1, 45)");
   BOOST_REQUIRE_MESSAGE(
     wait_until(

@@ -107,7 +107,7 @@ private:
         auto ms = std::to_string(batch % 7);
         pqxx::work tx{*conn};
         auto rows = tx.exec(
-          "INSERT INTO jobs (kind, queue, args) VALUES "
+          "INSERT INTO jobs_in (kind, queue, args) VALUES "
           "('record', 'default', '{\"ms\": " + ms + "}'), "
           "('record', 'default', '{\"ms\": 1}'), "
           "('record', 'a', '{\"ms\": " + ms + "}'), "

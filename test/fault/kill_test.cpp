@@ -18,7 +18,7 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
   fault_env env{"kill_9"};
   db_session db{env.url()};
   constexpr int jobs = 10;
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'record', '{\"ms\": 4000}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'record', '{\"ms\": 4000}' "
           "FROM generate_series(1, "
           + std::to_string(jobs) + ")");
 
@@ -132,9 +132,9 @@ BOOST_AUTO_TEST_CASE(kill_9_charges_only_the_jobs_whose_handler_started) {
   constexpr int concurrency = 4;
   // Two long runs first (their handlers start, are recorded, and die with
   // A), then short ones.
-  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'record', "
+  db.exec("INSERT INTO jobs_in (kind, args, max_attempts) SELECT 'record', "
           "'{\"ms\": 60000}', 1 FROM generate_series(1, 2)");
-  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'record', "
+  db.exec("INSERT INTO jobs_in (kind, args, max_attempts) SELECT 'record', "
           "'{\"ms\": 5}', 1 FROM generate_series(1, "
           + std::to_string(jobs - 2) + ")");
   auto long_ids = db.text("SELECT string_agg(id::text, ',' ORDER BY id) FROM "

@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(readyz_follows_a_database_outage_and_a_drain) {
   // A drain: not ready from the moment it starts, while the running job
   // finishes.
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, args) VALUES ('sleep', '{\"ms\": 3000}')");
+  db.exec("INSERT INTO jobs_in (kind, args) VALUES ('sleep', '{\"ms\": 3000}')");
   // Its handler started (claimed is not enough: a buffered job is
   // released at a drain).
   BOOST_REQUIRE(wait_until(
@@ -164,14 +164,14 @@ BOOST_AUTO_TEST_CASE(metrics_pass_promtool_and_match_the_database) {
   fault_env env{"metrics"};
   port_reservation http;
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'noop', '{}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'noop', '{}' "
           "FROM generate_series(1, 300)");
-  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'fail', "
+  db.exec("INSERT INTO jobs_in (kind, args, max_attempts) SELECT 'fail', "
           "'{\"message\": \"no <b>luck</b>\\nsecond line\"}', 1 "
           "FROM generate_series(1, 2)");
-  db.exec("INSERT INTO jobs (kind, args, run_at) SELECT 'noop', '{}', "
+  db.exec("INSERT INTO jobs_in (kind, args, run_at) SELECT 'noop', '{}', "
           "now() + interval '1 hour' FROM generate_series(1, 5)");
-  db.exec("INSERT INTO jobs (kind, args, queue) SELECT 'noop', '{}', "
+  db.exec("INSERT INTO jobs_in (kind, args, queue) SELECT 'noop', '{}', "
           "'elsewhere' FROM generate_series(1, 3)");
   worker_timings t;
   t.extra_toml = http_toml(http.port());
@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(a_real_prometheus_scrapes_a_worker) {
   port_reservation http;
   port_reservation prom_port;
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'noop', '{}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'noop', '{}' "
           "FROM generate_series(1, 50)");
   worker_timings t;
   t.extra_toml = http_toml(http.port());

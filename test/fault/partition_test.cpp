@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(cut_off_worker_abandons_its_runs_before_another_reclaims_th
   fault_env env{"partition"};
   db_session db{env.url()};
   constexpr int jobs = 5;
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'record', '{\"ms\": 60000}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'record', '{\"ms\": 60000}' "
           "FROM generate_series(1, "
           + std::to_string(jobs) + ")");
   // The defaults' ratio (reclaim window = 4 heartbeats), scaled down: the

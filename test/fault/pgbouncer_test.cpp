@@ -159,7 +159,7 @@ std::unique_ptr<worker_process> pooled_worker(fault_env& env,
 }
 
 void enqueue_jobs(db_session& db, const std::string& kind, int n) {
-  db.exec("INSERT INTO jobs (kind, args) SELECT " + db.quote(kind)
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT " + db.quote(kind)
           + ", '{}' FROM generate_series(1, " + std::to_string(n) + ")");
 }
 

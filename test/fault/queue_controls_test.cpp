@@ -33,7 +33,7 @@ BOOST_AUTO_TEST_SUITE(queue_controls_test)
 BOOST_AUTO_TEST_CASE(pause_stops_new_starts_on_every_node_and_survives_a_restart) {
   fault_env env{"queue_pause"};
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'record', '{\"ms\": 1500}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'record', '{\"ms\": 1500}' "
           "FROM generate_series(1, 40)");
   worker_timings ta;
   ta.node = "A";
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(pause_stops_new_starts_on_every_node_and_survives_a_restart
 BOOST_AUTO_TEST_CASE(global_concurrency_holds_across_two_processes) {
   fault_env env{"global_concurrency"};
   db_session db{env.url()};
-  db.exec("INSERT INTO jobs (kind, args) SELECT 'record', '{\"ms\": 300}' "
+  db.exec("INSERT INTO jobs_in (kind, args) SELECT 'record', '{\"ms\": 300}' "
           "FROM generate_series(1, 30)");
   worker_timings ta;
   ta.node = "A";

@@ -24,7 +24,7 @@ namespace {
 
 /// Inserts `n` noop jobs of `queue` with plain SQL (the SQL contract).
 void insert_noops(db_session& db, const std::string& queue, int n) {
-  db.exec("INSERT INTO jobs (kind, queue) SELECT 'noop', " + db.quote(queue)
+  db.exec("INSERT INTO jobs_in (kind, queue) SELECT 'noop', " + db.quote(queue)
           + " FROM generate_series(1, " + std::to_string(n) + ")");
 }
 

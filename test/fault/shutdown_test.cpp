@@ -18,9 +18,9 @@ BOOST_AUTO_TEST_CASE(sigterm_with_20_long_jobs_drains_one_second_and_releases) {
   db_session db{env.url()};
   // 10 short jobs (done well within the drain budget), 20 that would run a
   // minute.
-  db.exec("INSERT INTO jobs (kind, args, tags) SELECT 'record', '{\"ms\": 400}', "
+  db.exec("INSERT INTO jobs_in (kind, args, tags) SELECT 'record', '{\"ms\": 400}', "
           "'{short}' FROM generate_series(1, 10)");
-  db.exec("INSERT INTO jobs (kind, args, tags) SELECT 'record', '{\"ms\": 60000}', "
+  db.exec("INSERT INTO jobs_in (kind, args, tags) SELECT 'record', '{\"ms\": 60000}', "
           "'{long}' FROM generate_series(1, 20)");
   const std::string shorts = " FROM jobs_live WHERE 'short' = ANY(tags)";
   const std::string longs = " FROM jobs_live WHERE 'long' = ANY(tags)";

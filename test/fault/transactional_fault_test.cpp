@@ -29,13 +29,13 @@ BOOST_AUTO_TEST_CASE(each_effect_exists_exactly_when_its_job_completed) {
   db.exec("CREATE CONSTRAINT TRIGGER pause_commit AFTER INSERT ON "
           "job_executions DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
           "EXECUTE FUNCTION pause_commit()");
-  db.exec("INSERT INTO jobs (kind, args, max_attempts) SELECT 'record_tx', "
+  db.exec("INSERT INTO jobs_in (kind, args, max_attempts) SELECT 'record_tx', "
           "jsonb_build_object('ms', g % 3), 100 FROM generate_series(1, "
           + std::to_string(jobs) + ") AS g");
   // Failed runs come back after a backoff of seconds: the test pulls them
   // forward, so the faults, not the backoff, set its pace.
   auto hurry = [&] {
-    db.exec("UPDATE jobs SET run_at = now() WHERE state = 'scheduled'");
+    db.exec("UPDATE jobs_in SET run_at = now() WHERE state = 'scheduled'");
   };
   auto completed = [&] {
     return db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'");

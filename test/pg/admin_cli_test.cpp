@@ -66,7 +66,7 @@ std::string state_of(aw::test::db_session& s, int64_t id) {
 std::pair<int64_t, int64_t> dead_letter(const aw::test::fresh_database& db,
                                         const std::string& kind,
                                         const std::string& queue = "default") {
-  auto id = db.scalar("INSERT INTO jobs (kind, queue, state, attempt, "
+  auto id = db.scalar("INSERT INTO jobs_in (kind, queue, state, attempt, "
                       "priority, args, metadata, tags, max_attempts, ready_xid) "
                       "VALUES ('" + kind + "', '" + queue
                       + "', 'running', 3, -2, '{\"n\": 7}', "
@@ -160,12 +160,12 @@ BOOST_AUTO_TEST_CASE(jobs_list_with_an_unknown_state_exits_2_listing_the_states)
 
 BOOST_AUTO_TEST_CASE(jobs_list_by_state_uses_an_index_on_a_big_table) {
   aw::test::fresh_database db;
-  db.exec("INSERT INTO jobs (kind, state, finalized_at) "
+  db.exec("INSERT INTO jobs_in (kind, state, finalized_at) "
           "SELECT 'k', 'completed', now() FROM generate_series(1, 20000)");
-  db.exec("INSERT INTO jobs (kind, state, run_at) "
+  db.exec("INSERT INTO jobs_in (kind, state, run_at) "
           "SELECT 'k', 'scheduled', now() + interval '1 day' "
           "FROM generate_series(1, 3)");
-  db.exec("ANALYZE jobs");
+  db.exec("ANALYZE jobs_in");
   auto started = std::chrono::steady_clock::now();
   auto r = run_binary("jobs list --json --state scheduled", db.url);
   BOOST_REQUIRE_EQUAL(r.exit_code, 0);
@@ -174,16 +174,18 @@ BOOST_AUTO_TEST_CASE(jobs_list_by_state_uses_an_index_on_a_big_table) {
   // The plan reads the 3 rows through an index, not 20,003.
   aw::test::db_session s{db.url};
   std::string plan;
-  // (The pre-filter of storage/sql/admin_jobs_list.sql for --state
-  // scheduled.)
-  for (auto row : s.query("EXPLAIN SELECT r.id FROM jobs AS r "
-                          "WHERE r.id > 0 AND ((r.state = 'scheduled' AND "
-                          "r.ready_xid IS NULL) OR (r.ready_xid IS NOT NULL "
-                          "AND r.state = 'available' AND 'scheduled' IN "
-                          "('available', 'running', 'completed')))"))
+  // (storage/sql/admin_jobs_list.sql for --state scheduled: the view's
+  // other branches drop out, and the one left reads jobs_due_idx.)
+  for (auto row : s.query("EXPLAIN SELECT j.id FROM jobs AS j "
+                          "WHERE j.id > 0 AND j.state = 'scheduled' "
+                          "ORDER BY j.id LIMIT 20"))
     plan += row[0].as<std::string>() + "\n";
   BOOST_TEST_MESSAGE(plan);
-  BOOST_TEST(!contains(plan, "Seq Scan"), plan);
+  // The ring slot that holds the rows is read by an index (the empty
+  // ones cost nothing either way).
+  auto slot = s.text("SELECT min(slot)::text FROM jobs_in");
+  BOOST_TEST(!contains(plan, "Seq Scan on jobs_slot_" + slot + " "), plan);
+  BOOST_TEST(contains(plan, "Index"), plan);
 }
 
 // -- jobs cancel -------------------------------------------------------------------
@@ -194,7 +196,7 @@ BOOST_AUTO_TEST_CASE(jobs_cancel_of_a_waiting_job_cancels_it_at_once) {
   aw::insert_options later;
   later.delay = 1h;
   auto scheduled = enqueue_one(db, "noop", {}, later);
-  auto waiting = db.scalar("INSERT INTO jobs (kind, state, callback_id, "
+  auto waiting = db.scalar("INSERT INTO jobs_in (kind, state, callback_id, "
                            "callback_timeout_at) VALUES ('await', "
                            "'waiting_external', gen_random_uuid(), now() + "
                            "interval '1 hour') RETURNING id");

@@ -325,7 +325,7 @@ BOOST_AUTO_TEST_CASE(unknown_or_malformed_callback_id_is_refused_as_not_found) {
     "7c9e6679-7425-40de-944b-e07fc1f90ae7", // well-formed, nobody's
     "not-a-uuid",
     "",
-    "'; DELETE FROM jobs; --",
+    "'; DELETE FROM jobs_in; --",
     callback_id + "0",
   };
   for (auto& cb : bad) {
@@ -622,7 +622,7 @@ BOOST_FIXTURE_TEST_CASE(a_resolution_before_the_park_is_kept_and_applied_as_the_
   BOOST_TEST(done.job.at("callback_result") == (nlohmann::json{{"approved", true}}));
   BOOST_TEST(s.text("SELECT state" + w) == "completed");
   BOOST_TEST(s.check("SELECT callback_result = '{\"approved\": true}'::jsonb" + w));
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE callback_early IS NOT NULL "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE callback_early IS NOT NULL "
                       "OR callback_lease IS NOT NULL") == 0);
   // Resolved: a later resolution is refused as for any resolved callback.
   auto late = refused([&] { node->rt().complete_external(callback_id); });

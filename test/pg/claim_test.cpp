@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(claim_order_is_priority_then_run_at_then_id) {
   aw::test::fresh_database db;
   // One statement, so every now() below is the same instant and equal
   // run_at values really are equal.
-  db.exec("INSERT INTO jobs (id, kind, priority, run_at) VALUES "
+  db.exec("INSERT INTO jobs_in (id, kind, priority, run_at) VALUES "
           "(101, 'noop',  0, now() - interval '10 seconds'),"
           "(102, 'noop', -5, now() - interval '1 second'),"
           "(103, 'noop',  0, now() - interval '20 seconds'),"
@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(scheduled_jobs_are_not_claimed_until_due) {
   BOOST_TEST(s.text("SELECT state" + row_where(id)) == "scheduled");
   BOOST_TEST(s.scalar("SELECT attempt" + row_where(id)) == 0);
   // Once its run_at passes, a scheduled job (e.g. a retry) is claimable.
-  s.exec("UPDATE jobs SET run_at = now() - interval '1 second'");
+  s.exec("UPDATE jobs_in SET run_at = now() - interval '1 second'");
   BOOST_TEST(ids_of(store.claim("default", 10).jobs) == std::vector<int64_t>{id});
 }
 
@@ -315,7 +315,7 @@ BOOST_AUTO_TEST_CASE(release_returns_running_jobs_to_available_without_charge) {
   aw::test::fresh_database db;
   auto ids = enqueue_n(db, 4);
   // One job already failed twice before this run.
-  db.exec("UPDATE jobs SET error_count = 2 WHERE id = " + std::to_string(ids[1]));
+  db.exec("UPDATE jobs_in SET error_count = 2 WHERE id = " + std::to_string(ids[1]));
   auto store = make_store(db, "w1");
   auto claimed = store.claim("default", 3).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
@@ -336,13 +336,13 @@ BOOST_AUTO_TEST_CASE(delete_expired_deletes_only_finished_rows_past_the_retentio
   aw::test::fresh_database db;
   // Unique jobs (jobs_unique, outside the ring): retention deletes them
   // row by row (the ring's slots go whole).
-  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, created_at, unique_key, ready_xid) VALUES "
+  db.exec("INSERT INTO jobs_in (id, kind, state, finalized_at, created_at, unique_key, ready_xid) VALUES "
           "(1, 'noop', 'completed', now() - interval '2 hours', now() - interval '3 hours', 'k1', '0'),"
           "(2, 'noop', 'completed', now() - interval '30 minutes', now() - interval '3 hours', 'k2', '0'),"
           "(3, 'noop', 'cancelled', now() - interval '2 hours', now() - interval '3 hours', 'k3', '0'),"
           "(4, 'noop', 'available', NULL, now() - interval '3 hours', 'k4', '0'),"
           "(5, 'noop', 'scheduled', NULL, now() - interval '3 hours', 'k5', '0')");
-  db.exec("INSERT INTO jobs (id, kind, state, batch_id, created_at, unique_key, ready_xid) "
+  db.exec("INSERT INTO jobs_in (id, kind, state, batch_id, created_at, unique_key, ready_xid) "
           "VALUES (6, 'noop', 'running', 2, now() - interval '3 hours', 'k6', '0')");
   auto store = make_store(db, "w1", 1h);
   BOOST_TEST(store.delete_expired(100) == 2);
@@ -356,7 +356,7 @@ BOOST_AUTO_TEST_CASE(delete_expired_deletes_only_finished_rows_past_the_retentio
 
 BOOST_AUTO_TEST_CASE(delete_expired_deletes_at_most_one_batch_oldest_first) {
   aw::test::fresh_database db;
-  db.exec("INSERT INTO jobs (id, kind, state, finalized_at, unique_key, ready_xid) "
+  db.exec("INSERT INTO jobs_in (id, kind, state, finalized_at, unique_key, ready_xid) "
           "SELECT i, 'noop', 'completed', now() - (i || ' hours')::interval, 'k' || i, '0' "
           "FROM generate_series(2, 6) AS i");
   auto store = make_store(db, "w1", 1h);

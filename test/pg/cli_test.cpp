@@ -406,7 +406,7 @@ BOOST_AUTO_TEST_CASE(jobs_show_json_prints_the_row_keyed_by_column_names) {
 
 BOOST_AUTO_TEST_CASE(jobs_show_json_of_a_dead_lettered_job_prints_its_dead_letter) {
   aw::test::fresh_database db;
-  auto id = db.scalar("INSERT INTO jobs (kind, state, attempt, ready_xid) "
+  auto id = db.scalar("INSERT INTO jobs_in (kind, state, attempt, ready_xid) "
                       "VALUES ('gone', 'running', 1, '0') RETURNING id");
   db.exec("SELECT actor_worker_dead_letter(" + std::to_string(id) + ", 'boom')");
   auto r = aw::test::run_binary("jobs show --json " + std::to_string(id), db.url);

@@ -134,9 +134,9 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
   // Lane jobs in two queues and two kinds.
-  s.exec("INSERT INTO jobs (kind, queue) SELECT CASE WHEN i % 3 = 0 THEN 'x' "
+  s.exec("INSERT INTO jobs_in (kind, queue) SELECT CASE WHEN i % 3 = 0 THEN 'x' "
          "ELSE 'y' END, 'a' FROM generate_series(1, 400) AS i");
-  s.exec("INSERT INTO jobs (kind, queue) SELECT CASE WHEN i % 2 = 0 THEN 'x' "
+  s.exec("INSERT INTO jobs_in (kind, queue) SELECT CASE WHEN i % 2 = 0 THEN 'x' "
          "ELSE 'y' END, 'b' FROM generate_series(1, 150) AS i");
   aw::storage::job_store_options opts;
   opts.url = db.url;
@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
   // several of them (every range of a batch: its first, middle and last
   // transaction), partly completed: running and completed lane jobs.
   for (int t = 0; t < 5; ++t)
-    s.exec("INSERT INTO jobs (kind, queue) SELECT CASE WHEN i % 2 = 0 THEN "
+    s.exec("INSERT INTO jobs_in (kind, queue) SELECT CASE WHEN i % 2 = 0 THEN "
            "'x' ELSE 'y' END, 'c' FROM generate_series(1, 10) AS i");
   auto c1 = store.claim("c", 25);
   BOOST_REQUIRE_EQUAL(c1.jobs.size(), 25u);
@@ -186,28 +186,28 @@ BOOST_AUTO_TEST_CASE(job_pages_list_exactly_what_the_jobs_view_holds) {
                       "AND on_lane AND first_xid <> to_xid")
              >= 1);
   // Row-per-state jobs of every state, interleaved by id with the lanes.
-  s.exec("INSERT INTO jobs (kind, queue, state, run_at, finalized_at) "
+  s.exec("INSERT INTO jobs_in (kind, queue, state, run_at, finalized_at) "
          "SELECT 'x', 'a', 'completed', now() - interval '1 hour', now() "
          "FROM generate_series(1, 120)");
-  s.exec("INSERT INTO jobs (kind, queue, state, finalized_at, "
+  s.exec("INSERT INTO jobs_in (kind, queue, state, finalized_at, "
          "last_error_message) SELECT CASE WHEN i % 2 = 0 THEN 'x' ELSE 'y' "
          "END, 'b', 'cancelled', now(), 'cancelled' "
          "FROM generate_series(1, 40) AS i");
-  s.exec("INSERT INTO jobs (kind, queue, state, run_at) SELECT 'y', 'a', "
+  s.exec("INSERT INTO jobs_in (kind, queue, state, run_at) SELECT 'y', 'a', "
          "'scheduled', now() + interval '1 hour' FROM generate_series(1, 30)");
-  s.exec("INSERT INTO jobs (kind, queue, run_at) SELECT 'x', 'b', "
+  s.exec("INSERT INTO jobs_in (kind, queue, run_at) SELECT 'x', 'b', "
          "now() - interval '1 minute' FROM generate_series(1, 25)");
   s.exec("INSERT INTO job_batches (id, queue, priority, worker, on_lane, size) "
          "VALUES (2, 'a', 0, 'w2', false, 15)");
-  s.exec("INSERT INTO jobs (kind, queue, state, batch_id) "
+  s.exec("INSERT INTO jobs_in (kind, queue, state, batch_id) "
          "SELECT 'x', 'a', 'running', 2 FROM generate_series(1, 15)");
-  s.exec("INSERT INTO jobs (kind, queue, state, callback_id, "
+  s.exec("INSERT INTO jobs_in (kind, queue, state, callback_id, "
          "callback_timeout_at) SELECT 'y', 'b', 'waiting_external', "
          "gen_random_uuid(), now() + interval '1 hour' "
          "FROM generate_series(1, 12)");
-  s.exec("INSERT INTO jobs (kind, queue) SELECT 'x', 'b' "
+  s.exec("INSERT INTO jobs_in (kind, queue) SELECT 'x', 'b' "
          "FROM generate_series(1, 20)");
-  s.exec("ANALYZE jobs");
+  s.exec("ANALYZE jobs_in");
   // Every state is there, both ways where a state has both.
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'completed'")
              == 240 + 100 + 10 + 120);

@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(enqueue_many_inserts_in_one_statement_and_returns_ids_in_re
           "CREATE FUNCTION count_insert_statement() RETURNS trigger "
           "LANGUAGE plpgsql AS $$ BEGIN "
           "UPDATE insert_statements SET n = n + 1; RETURN NULL; END $$;"
-          "CREATE TRIGGER count_inserts AFTER INSERT ON jobs "
+          "CREATE TRIGGER count_inserts AFTER INSERT ON jobs_in "
           "FOR EACH STATEMENT EXECUTE FUNCTION count_insert_statement();");
   std::vector<aw::enqueue_request> requests;
   const int n = 500;

@@ -490,7 +490,7 @@ BOOST_AUTO_TEST_CASE(throwing_follow_up_rolls_the_completion_back_and_records_a_
   broken = false;
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      s.exec("UPDATE jobs SET run_at = now() WHERE state = 'scheduled'");
+      s.exec("UPDATE jobs_in SET run_at = now() WHERE state = 'scheduled'");
       return log.count(bad, event_type::completed) == 1
              && log.count(odd, event_type::completed) == 1;
     },

@@ -45,36 +45,36 @@ BOOST_AUTO_TEST_CASE(the_schema_refuses_values_that_would_derail_a_worker) {
     std::string constraint;
   };
   for (const auto& c : std::vector<bad>{
-         {"INSERT INTO jobs (kind, attempt) VALUES ('k', 2147483647)",
+         {"INSERT INTO jobs_in (kind, attempt) VALUES ('k', 2147483647)",
           "jobs_counters_bounded"},
-         {"INSERT INTO jobs (kind, error_count) VALUES ('k', 2147483647)",
+         {"INSERT INTO jobs_in (kind, error_count) VALUES ('k', 2147483647)",
           "jobs_counters_bounded"},
-         {"INSERT INTO jobs (kind, max_attempts) VALUES ('k', 2000000)",
+         {"INSERT INTO jobs_in (kind, max_attempts) VALUES ('k', 2000000)",
           "jobs_counters_bounded"},
-         {"INSERT INTO jobs (kind, deadline_ms) VALUES ('k', 9223372036854775807)",
+         {"INSERT INTO jobs_in (kind, deadline_ms) VALUES ('k', 9223372036854775807)",
           "jobs_deadline_bounded"},
-         {"INSERT INTO jobs (kind) VALUES (E'k\\n[error] forged')",
+         {"INSERT INTO jobs_in (kind) VALUES (E'k\\n[error] forged')",
           "jobs_kind_valid"},
-         {"INSERT INTO jobs (kind, queue) VALUES ('k', E'q\\x1b[31m')",
+         {"INSERT INTO jobs_in (kind, queue) VALUES ('k', E'q\\x1b[31m')",
           "jobs_queue_valid"},
-         {"INSERT INTO jobs (kind) VALUES (repeat('k', 201))",
+         {"INSERT INTO jobs_in (kind) VALUES (repeat('k', 201))",
           "jobs_kind_valid"},
-         {"INSERT INTO jobs (kind, args) VALUES ('k', '[1, 2]')",
+         {"INSERT INTO jobs_in (kind, args) VALUES ('k', '[1, 2]')",
           "jobs_args_object"},
-         {"INSERT INTO jobs (kind, args) VALUES ('k', '42')",
+         {"INSERT INTO jobs_in (kind, args) VALUES ('k', '42')",
           "jobs_args_object"},
-         {"INSERT INTO jobs (kind, metadata) VALUES ('k', '\"x\"')",
+         {"INSERT INTO jobs_in (kind, metadata) VALUES ('k', '\"x\"')",
           "jobs_metadata_object"}})
     BOOST_TEST_CONTEXT(c.sql) {
       auto why = refusal(db, c.sql);
       BOOST_TEST(contains(why, c.constraint), why);
     }
   // Updates are held to the same limits.
-  BOOST_REQUIRE(refusal(db, "INSERT INTO jobs (kind) VALUES ('k')").empty());
-  auto why = refusal(db, "UPDATE jobs SET attempt = 2147483647");
+  BOOST_REQUIRE(refusal(db, "INSERT INTO jobs_in (kind) VALUES ('k')").empty());
+  auto why = refusal(db, "UPDATE jobs_in SET attempt = 2147483647");
   BOOST_TEST(contains(why, "jobs_counters_bounded"), why);
   // What the API writes passes.
-  BOOST_TEST(refusal(db, "INSERT INTO jobs (kind, queue, args, max_attempts, "
+  BOOST_TEST(refusal(db, "INSERT INTO jobs_in (kind, queue, args, max_attempts, "
                          "deadline_ms) VALUES (repeat('k', 200), 'mail', "
                          "'{\"a\": [1]}', 1000000, 3153600000000)")
                .empty());
@@ -85,11 +85,11 @@ BOOST_AUTO_TEST_CASE(rows_without_a_lease_time_or_a_timeout_are_rescued_and_unbl
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
   // Each heads an ordering key, with a job waiting behind it.
-  s.exec("INSERT INTO jobs (kind, ordering_key, state, attempt) "
+  s.exec("INSERT INTO jobs_in (kind, ordering_key, state, attempt) "
          "VALUES ('k', 'a', 'running', 1)");
-  s.exec("INSERT INTO jobs (kind, ordering_key, state, attempt, callback_id) "
+  s.exec("INSERT INTO jobs_in (kind, ordering_key, state, attempt, callback_id) "
          "VALUES ('k', 'b', 'waiting_external', 1, gen_random_uuid())");
-  s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('k', 'a'), ('k', 'b')");
+  s.exec("INSERT INTO jobs_in (kind, ordering_key) VALUES ('k', 'a'), ('k', 'b')");
   aw::storage::job_store_options opts;
   opts.url = db.url;
   opts.worker_id = "w1";
@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(rows_without_a_lease_time_or_a_timeout_are_rescued_and_unbl
              == 2);
   // Rescheduled with backoff: their keys' next jobs wait behind them, as
   // behind any retried head. Made due, the heads run again.
-  s.exec("UPDATE jobs SET run_at = now() WHERE state = 'scheduled'");
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE state = 'scheduled'");
   auto claimed = store.claim("default", 10).jobs;
   BOOST_TEST(claimed.size() == 2u);
 }
@@ -119,12 +119,12 @@ BOOST_AUTO_TEST_CASE(rows_at_the_attempt_limit_are_dead_lettered_by_a_claim_not_
   aw::test::db_session s{db.url};
   // At the documented maximum of attempt: due and available, due and
   // scheduled, and heading an ordering key with a job behind it.
-  s.exec("INSERT INTO jobs (kind, attempt) VALUES ('k', 1000000)");
-  s.exec("INSERT INTO jobs (kind, attempt, state, run_at) "
+  s.exec("INSERT INTO jobs_in (kind, attempt) VALUES ('k', 1000000)");
+  s.exec("INSERT INTO jobs_in (kind, attempt, state, run_at) "
          "VALUES ('k', 1000000, 'scheduled', now() - interval '1 second')");
-  s.exec("INSERT INTO jobs (kind, attempt, ordering_key) VALUES ('k', 1000000, 'key')");
-  s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('k', 'key')");
-  s.exec("INSERT INTO jobs (kind) VALUES ('fresh')");
+  s.exec("INSERT INTO jobs_in (kind, attempt, ordering_key) VALUES ('k', 1000000, 'key')");
+  s.exec("INSERT INTO jobs_in (kind, ordering_key) VALUES ('k', 'key')");
+  s.exec("INSERT INTO jobs_in (kind) VALUES ('fresh')");
   aw::storage::job_store_options opts;
   opts.url = db.url;
   opts.worker_id = "w1";
@@ -148,9 +148,9 @@ BOOST_AUTO_TEST_CASE(a_running_row_at_the_counter_limits_is_dead_lettered_by_the
   aw::test::db_session s{db.url};
   // Both running under claims that are gone: one at the counters' maximum
   // (charging it once more would overflow them), one ordinary.
-  s.exec("INSERT INTO jobs (kind, state, attempt, error_count) "
+  s.exec("INSERT INTO jobs_in (kind, state, attempt, error_count) "
          "VALUES ('k', 'running', 1000000, 1000000)");
-  s.exec("INSERT INTO jobs (kind, state, attempt) VALUES ('k', 'running', 1)");
+  s.exec("INSERT INTO jobs_in (kind, state, attempt) VALUES ('k', 'running', 1)");
   aw::storage::job_store_options opts;
   opts.url = db.url;
   opts.worker_id = "w1";

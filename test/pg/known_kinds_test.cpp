@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(lane_claim_sets_aside_other_kinds_and_goes_on_past_them) {
                       "AND state = 'available' AND attempt = 0 "
                       "AND run_at <= now()")
              == 300);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'new_kind' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE kind = 'new_kind' "
                       "AND ready_xid <> '0'")
              == 0);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'noop' "
@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(queue_samples_count_due_jobs_no_live_node_runs_as_unserved)
   // not counted). mail: 4 jobs nobody serves at all.
   enqueue_n(db, 3, "served");
   enqueue_n(db, 2, "bogus");
-  db.exec("INSERT INTO jobs (kind, run_at) VALUES "
+  db.exec("INSERT INTO jobs_in (kind, run_at) VALUES "
           "('bogus', now() - interval '1 second'), "
           "('bogus', now() + interval '1 hour')");
   aw::insert_options mail;

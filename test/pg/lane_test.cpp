@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(a_lane_claim_and_its_completions_write_no_job_row) {
                     + std::to_string(ids[0])) == "w1");
   BOOST_TEST(state_of(s, ids[5]) == "available");
   // The rows themselves are as inserted: the claim wrote one batch row.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE state = 'available' "
                       "AND attempt = 0 AND batch_id IS NULL") == 10);
   BOOST_TEST(s.scalar("SELECT count(*) FROM job_batches") == 1);
 
@@ -187,7 +187,7 @@ BOOST_AUTO_TEST_CASE(a_lane_claim_and_its_completions_write_no_job_row) {
   BOOST_TEST(state_of(s, ids[0]) == "completed");
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE finalized_at IS NOT NULL") == 2);
   BOOST_TEST(state_of(s, ids[2]) == "running");
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE state = 'available' "
                       "AND batch_id IS NULL") == 10);
   // A completion recorded twice (a commit in doubt, sent again) counts once.
   store.finish({outcome(first, ids[0], outcome_kind::completed)}, true);
@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(a_job_committed_after_the_claim_began_is_taken_from_its_lan
   BOOST_REQUIRE_EQUAL(rows.size(), 1u);
   BOOST_TEST(rows[0]["id"].as<int64_t>() == id);
   aw::test::db_session s{db.url};
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE ready_xid = '0'") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE ready_xid = '0'") == 0);
   BOOST_TEST(state_of(s, id) == "running");
 }
 
@@ -327,7 +327,7 @@ BOOST_AUTO_TEST_CASE(a_claim_returns_what_it_picked_whichever_slots_hold_it) {
   // a kind the worker lacks and one not due between them.
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  s.exec("INSERT INTO jobs (kind, args, slot, run_at) VALUES "
+  s.exec("INSERT INTO jobs_in (kind, args, slot, run_at) VALUES "
          "('a', '{\"n\": 1}', 7, now()), ('b', '{\"n\": 0}', 7, now()), "
          "('a', '{\"n\": 2}', 0, now()), "
          "('a', '{\"n\": 3}', 0, now() + interval '1 hour'), "
@@ -348,7 +348,7 @@ BOOST_AUTO_TEST_CASE(a_claim_returns_what_it_picked_whichever_slots_hold_it) {
              boost::test_tools::per_element());
   BOOST_TEST(claim(10) == (std::vector<std::string>{"{\"n\": 5}"}),
              boost::test_tools::per_element());
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE ready_xid = '0'") == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE ready_xid = '0'") == 2);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running'") == 4);
 }
 
@@ -385,7 +385,7 @@ BOOST_AUTO_TEST_CASE(a_completion_looks_its_batch_up_by_id) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
   add_lane_batches(s, "other", 5000, true);
-  s.exec("INSERT INTO jobs (kind) VALUES ('k')");
+  s.exec("INSERT INTO jobs_in (kind) VALUES ('k')");
   auto row = s.query("SELECT lease, id FROM actor_worker_claim('default', 'w1', 1, 1000000, "
                      "NULL, '{}', 2000) WHERE id IS NOT NULL");
   BOOST_REQUIRE(row.size() == 1u);
@@ -415,7 +415,7 @@ BOOST_AUTO_TEST_CASE(outcomes_look_their_batches_up_by_id_however_many_the_worke
   // find their batches by id.
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  s.exec("INSERT INTO jobs (kind) SELECT 'k' FROM generate_series(1, 3)");
+  s.exec("INSERT INTO jobs_in (kind) SELECT 'k' FROM generate_series(1, 3)");
   auto claim_one = [&] {
     auto rows = s.query("SELECT lease, id FROM actor_worker_claim('default', 'w1', 1, "
                         "1000000, NULL, '{}', 2000) WHERE id IS NOT NULL");
@@ -458,18 +458,18 @@ BOOST_AUTO_TEST_CASE(a_late_commit_is_claimed_without_walking_the_slot) {
   aw::test::db_session s{db.url};
   const std::string claim = "SELECT count(*) FROM actor_worker_claim('default', 'w1', 2000, "
                             "1000000000, NULL, '{}', 2000) WHERE id IS NOT NULL";
-  s.exec("INSERT INTO jobs (kind) SELECT 'done' FROM generate_series(1, 5000)");
+  s.exec("INSERT INTO jobs_in (kind) SELECT 'done' FROM generate_series(1, 5000)");
   while (s.scalar(claim) > 0) {
   }
-  s.exec("ANALYZE jobs");
+  s.exec("ANALYZE jobs_in");
   // A session whose plans are made now, on the slot with its history.
   aw::test::db_session fresh{db.url};
   aw::test::db_session late{db.url};
   pqxx::work open{late.conn};
-  open.exec0("INSERT INTO jobs (kind) VALUES ('late')");
+  open.exec0("INSERT INTO jobs_in (kind) VALUES ('late')");
   // A claim while the late job's transaction is open: its tick's upper
   // snapshot sees that transaction running.
-  s.exec("INSERT INTO jobs (kind) VALUES ('early')");
+  s.exec("INSERT INTO jobs_in (kind) VALUES ('early')");
   BOOST_TEST(fresh.scalar(claim) == 1);
   open.commit();
   plan_notices seen{fresh};
@@ -528,13 +528,13 @@ BOOST_AUTO_TEST_CASE(a_heartbeat_looks_at_a_finished_row_claim_once) {
   auto store = make_store(db, "w1");
   for (int i = 0; i < 3; ++i) {
     // Keyed: off the lanes, so each claim is a row batch.
-    s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('keyed', 'k" + std::to_string(i) + "')");
+    s.exec("INSERT INTO jobs_in (kind, ordering_key) VALUES ('keyed', 'k" + std::to_string(i) + "')");
     auto claimed = store.claim("default", 10).jobs;
     BOOST_REQUIRE(claimed.size() == 1u);
     store.finish({outcome(claimed, claimed[0].id, outcome_kind::completed)});
   }
   // A claim whose commit the worker never heard of: its row still runs.
-  s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('keyed', 'in_doubt')");
+  s.exec("INSERT INTO jobs_in (kind, ordering_key) VALUES ('keyed', 'in_doubt')");
   auto in_doubt = store.claim("default", 10).jobs;
   BOOST_REQUIRE(in_doubt.size() == 1u);
   s.exec("UPDATE job_batches SET claimed_at = now() - interval '1 hour'");
@@ -563,7 +563,7 @@ BOOST_AUTO_TEST_CASE(a_queue_sample_reads_the_live_work_not_the_finished_lane) {
   auto store = make_store(db, "w1");
   enqueue_n(db, 3000);
   claim_and_complete_all(store);
-  s.exec("ANALYZE jobs");
+  s.exec("ANALYZE jobs_in");
   auto sample = [&](std::string* plan) {
     pqxx::work tx{s.conn};
     aw::storage::queue_samples_settings(tx);
@@ -632,12 +632,12 @@ BOOST_AUTO_TEST_CASE(jobs_a_lane_cannot_hand_out_go_off_it_and_run_as_rows) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
   // Plain SQL, as any language writes them: all land on the lane first.
-  s.exec("INSERT INTO jobs (kind, state, run_at) VALUES "
+  s.exec("INSERT INTO jobs_in (kind, state, run_at) VALUES "
          "('later', 'scheduled', now() + interval '1 hour')");
-  s.exec("INSERT INTO jobs (kind, run_at) VALUES "
+  s.exec("INSERT INTO jobs_in (kind, run_at) VALUES "
          "('not_due', now() + interval '1 hour')");
-  s.exec("INSERT INTO jobs (kind, ordering_key) VALUES ('keyed', 'k'), ('keyed', 'k')");
-  s.exec("INSERT INTO jobs (kind) VALUES ('plain')");
+  s.exec("INSERT INTO jobs_in (kind, ordering_key) VALUES ('keyed', 'k'), ('keyed', 'k')");
+  s.exec("INSERT INTO jobs_in (kind) VALUES ('plain')");
   auto store = make_store(db, "w1");
   auto claimed = store.claim("default", 10).jobs;
   std::multiset<std::string> kinds;
@@ -647,12 +647,13 @@ BOOST_AUTO_TEST_CASE(jobs_a_lane_cannot_hand_out_go_off_it_and_run_as_rows) {
   // waits for it); the others wait for their time.
   BOOST_TEST(kinds == (std::multiset<std::string>{"keyed", "plain"}),
              boost::test_tools::per_element());
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE ready_xid = '0'") == 4);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE ready_xid = '0'") == 4);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'later' "
                       "AND state = 'scheduled'") == 1);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'not_due' "
-                      "AND state = 'available'") == 1);
-  s.exec("UPDATE jobs SET run_at = now() WHERE kind IN ('later', 'not_due')");
+  // Its row says 'available', but it waits for its run_at: `jobs` says so.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE kind = 'not_due' "
+                      "AND state = 'scheduled'") == 1);
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE kind IN ('later', 'not_due')");
   auto due = store.claim("default", 10).jobs;
   BOOST_TEST(due.size() == 2u);
   for (auto& j : due)
@@ -673,7 +674,7 @@ BOOST_AUTO_TEST_CASE(a_failed_lane_job_becomes_a_row_that_counts_its_attempt) {
   aw::test::db_session s{db.url};
   BOOST_TEST(s.text("SELECT state || ' ' || attempt || ' ' || error_count "
                     "FROM jobs_live WHERE id = " + std::to_string(ids[0]))
-             == "scheduled 1 1");
+             == "available 1 1"); // retried at once: due
   BOOST_TEST(state_of(s, ids[1]) == "completed");
   auto again = store.claim("default", 10).jobs;
   BOOST_REQUIRE_EQUAL(again.size(), 1u);
@@ -717,9 +718,9 @@ BOOST_AUTO_TEST_CASE(a_rescue_charges_only_the_jobs_whose_handler_started) {
   aw::test::db_session s{db.url};
   auto lane = enqueue_n(db, 4);
   // Two jobs off the lanes (claimed as rows): inserted for later, now due.
-  s.exec("INSERT INTO jobs (kind, run_at) SELECT 'noop', now() + interval '1 day' "
+  s.exec("INSERT INTO jobs_in (kind, run_at) SELECT 'noop', now() + interval '1 day' "
          "FROM generate_series(1, 2)");
-  s.exec("UPDATE jobs SET run_at = now() WHERE run_at > now()");
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE run_at > now()");
   auto w1 = make_store(db, "w1");
   auto claimed = w1.claim("default", 10).jobs;
   BOOST_REQUIRE_EQUAL(claimed.size(), 6u);
@@ -741,14 +742,14 @@ BOOST_AUTO_TEST_CASE(a_rescue_charges_only_the_jobs_whose_handler_started) {
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'scheduled' "
                       "AND error_count = 1 AND attempt = 1") == 2);
   // The four never started are due again, uncharged, their start unknown.
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'available' "
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE state = 'available' "
                       "AND attempt = 0 AND error_count = 0 AND start_unknown") == 4);
   // Their next claim records their start before any handler runs: when
   // that worker dies too, they are charged though it recorded nothing.
   auto w2 = make_store(db, "w2");
   auto again = w2.claim("default", 10).jobs;
   BOOST_REQUIRE_EQUAL(again.size(), 4u);
-  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE start_unknown") == 0);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE start_unknown") == 0);
   kill_worker(s, "w2");
   BOOST_TEST(rescuer.rescue(100).size() == 4u);
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'scheduled' "
@@ -768,7 +769,7 @@ BOOST_AUTO_TEST_CASE(what_the_ring_carries_forward_goes_with_the_slot_it_was_car
   aw::test::db_session s{db.url};
   auto slot = [&](int ahead) { return ring_slot(s, ahead); };
   auto current = slot(0);
-  s.exec("INSERT INTO jobs (kind, slot) SELECT 'noop', " + slot(1)
+  s.exec("INSERT INTO jobs_in (kind, slot) SELECT 'noop', " + slot(1)
          + " FROM generate_series(1, 3)");
   // The worker keeps completed jobs (a retention of 0 would delete their
   // rows at once); the leader retains nothing.
@@ -795,7 +796,7 @@ BOOST_AUTO_TEST_CASE(what_the_ring_carries_forward_goes_with_the_slot_it_was_car
   BOOST_REQUIRE_EQUAL(store.claim("default", 1).jobs.size(), 1u);
   // Time passes: the slot they were carried into comes due (stood in for
   // by moving its rows to the next slot to go).
-  for (auto table : {"jobs", "job_batches", "batch_receipts"})
+  for (auto table : {"jobs_in", "job_batches", "batch_receipts"})
     s.exec(std::string{"UPDATE "} + table + " SET slot = " + slot(2));
   leader.maintain_ring();
   // The finished jobs and their batch went with it; the lane's position
@@ -815,7 +816,7 @@ BOOST_AUTO_TEST_CASE(a_slot_holding_more_than_a_round_carries_is_emptied_over_se
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
   auto old = ring_slot(s, 1);
-  s.exec("INSERT INTO jobs (kind, slot) SELECT 'noop', " + old
+  s.exec("INSERT INTO jobs_in (kind, slot) SELECT 'noop', " + old
          + " FROM generate_series(1, 25)");
   auto leader = make_store(db, "w0", 0ms);
   BOOST_TEST(says(leader.maintain_ring(10), "carried 10 jobs of ring slot " + old));
@@ -842,15 +843,15 @@ BOOST_AUTO_TEST_CASE(the_ring_looks_for_lane_jobs_to_carry_only_past_each_lanes_
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
   auto old = ring_slot(s, 1);
-  s.exec("INSERT INTO jobs (kind, slot) SELECT 'done', " + old
+  s.exec("INSERT INTO jobs_in (kind, slot) SELECT 'done', " + old
          + " FROM generate_series(1, 3000)");
   // The worker keeps completed jobs (a retention of 0 deletes their rows
   // at once); the ring's round below retains nothing.
   auto store = make_store(db, "w1");
   claim_and_complete_all(store);
   // One job not handed out yet, in the same slot: it is carried.
-  s.exec("INSERT INTO jobs (kind, slot) VALUES ('waiting', " + old + ")");
-  s.exec("ANALYZE jobs");
+  s.exec("INSERT INTO jobs_in (kind, slot) VALUES ('waiting', " + old + ")");
+  s.exec("ANALYZE jobs_in");
   std::string plans;
   {
     // The leader's round (job_store::maintain_ring), run in this session
@@ -927,7 +928,7 @@ BOOST_AUTO_TEST_CASE(a_claim_skips_a_lane_whose_lock_a_stuck_session_holds) {
   auto rows = enqueue_n(db, 2);
   aw::test::db_session s{db.url};
   // Two jobs off the lane (as released or set-aside jobs are).
-  s.exec("UPDATE jobs SET ready_xid = '0' WHERE id IN (" + std::to_string(rows[0])
+  s.exec("UPDATE jobs_in SET ready_xid = '0' WHERE id IN (" + std::to_string(rows[0])
          + ", " + std::to_string(rows[1]) + ")");
   // A session that took the lane's claim lock and went quiet, as an
   // operator's `jobs cancel` transaction left open would.
@@ -972,7 +973,7 @@ BOOST_AUTO_TEST_CASE(a_claim_skips_a_lane_whose_lock_a_stuck_session_holds) {
 BOOST_AUTO_TEST_CASE(a_claim_bounded_in_bytes_takes_a_prefix_and_at_least_one_job) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
-  s.exec("INSERT INTO jobs (kind, args) SELECT 'big', jsonb_build_object('x', "
+  s.exec("INSERT INTO jobs_in (kind, args) SELECT 'big', jsonb_build_object('x', "
          "repeat('a', 1000)) FROM generate_series(1, 5)");
   auto store = make_store(db, "w1");
   auto r = store.claim("default", 10, 2500);
@@ -989,13 +990,13 @@ BOOST_AUTO_TEST_CASE(the_ring_empties_a_slot_and_keeps_every_row_still_needed) {
   aw::test::db_session s{db.url};
   // Rows of a slot that stopped being current long ago.
   auto old = ring_slot(s, 1);
-  s.exec("INSERT INTO jobs (kind, slot) SELECT 'done', " + old
+  s.exec("INSERT INTO jobs_in (kind, slot) SELECT 'done', " + old
          + " FROM generate_series(1, 20)");
-  s.exec("INSERT INTO jobs (kind, slot) SELECT 'running', " + old
+  s.exec("INSERT INTO jobs_in (kind, slot) SELECT 'running', " + old
          + " FROM generate_series(1, 3)");
-  s.exec("INSERT INTO jobs (kind, slot) SELECT 'waiting', " + old
+  s.exec("INSERT INTO jobs_in (kind, slot) SELECT 'waiting', " + old
          + " FROM generate_series(1, 4)");
-  s.exec("INSERT INTO jobs (kind, slot, state, run_at, ready_xid) VALUES "
+  s.exec("INSERT INTO jobs_in (kind, slot, state, run_at, ready_xid) VALUES "
          "('scheduled', " + old + ", 'scheduled', now() + interval '1 day', '0')");
   auto store = make_store(db, "w1", 0ms);
   auto done = store.claim("default", 20).jobs;

@@ -209,7 +209,7 @@ BOOST_AUTO_TEST_CASE(a_killed_leader_is_replaced_within_the_reclaim_window) {
              boost::test_tools::per_element());
   // Jobs held by the leader when it dies are rescued by the next leader's
   // maintenance (only the leader runs it).
-  db.exec("INSERT INTO jobs (kind, queue, args) SELECT 'sleep', 'slow', "
+  db.exec("INSERT INTO jobs_in (kind, queue, args) SELECT 'sleep', 'slow', "
           "'{\"ms\": 60000}' FROM generate_series(1, 6)");
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {

@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(a_database_of_the_schema_before_0_1_is_refused_with_what_to
 
 BOOST_AUTO_TEST_CASE(rerun_is_a_no_op) {
   aw::test::fresh_database db; // migrated once already
-  db.exec("INSERT INTO jobs (kind) VALUES ('noop')");
+  db.exec("INSERT INTO jobs_in (kind) VALUES ('noop')");
   auto before = db.scalar("SELECT count(*) FROM actor_worker_migrations");
   auto report = aw::storage::migrate(db.url);
   BOOST_TEST(report.applied.empty());

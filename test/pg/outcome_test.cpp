@@ -277,7 +277,7 @@ BOOST_AUTO_TEST_CASE(retryable_throw_on_the_last_attempt_fires_exhausted) {
                                   twice);
   BOOST_REQUIRE(log.wait_for(id, event_type::retried, 1, patience));
   // Skip the backoff.
-  s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(id));
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE id = " + std::to_string(id));
   BOOST_REQUIRE(log.wait_for(id, event_type::exhausted, 1, patience));
   BOOST_TEST(s.scalar("SELECT count(*)" + job_where(id)) == 0);
   BOOST_TEST(s.scalar("SELECT error_count" + dead_where(id)) == 2);

@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(a_pause_written_with_plain_sql_is_announced) {
 
 BOOST_AUTO_TEST_CASE(the_cli_pause_and_resume_send_one_notification_each) {
   aw::test::fresh_database db;
-  db.exec("INSERT INTO jobs (kind, queue) VALUES ('noop', 'mail')");
+  db.exec("INSERT INTO jobs_in (kind, queue) VALUES ('noop', 'mail')");
   controls_listener l{db.url};
 
   auto paused = aw::test::run_binary("queues pause mail", db.url);
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(a_worker_is_told_of_a_plain_sql_pause_at_once) {
   aw::test::log_capture log;
   {
     aw::test::worker_node node{cfg, reg};
-    s.exec("INSERT INTO jobs (kind) VALUES ('tick')");
+    s.exec("INSERT INTO jobs_in (kind) VALUES ('tick')");
     BOOST_REQUIRE(aw::test::wait_until([&] { return ran.load() == 1; }, 20s));
     // The listener has issued its LISTENs (the channel is its last).
     BOOST_REQUIRE(aw::test::wait_until(
@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(a_worker_is_told_of_a_plain_sql_pause_at_once) {
                             .count()
                        << " ms");
     // Paused: a job enqueued now waits (its NOTIFY wakes a paused poller).
-    s.exec("INSERT INTO jobs (kind) VALUES ('tick')");
+    s.exec("INSERT INTO jobs_in (kind) VALUES ('tick')");
     std::this_thread::sleep_for(1s);
     BOOST_TEST(ran.load() == 1);
     BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'")

@@ -62,7 +62,7 @@ void enqueue_n(const aw::test::fresh_database& db, int n,
 /// Enqueues `n` row-per-state jobs (due a moment ago, so not on a lane).
 void enqueue_rows(const aw::test::fresh_database& db, int n,
                   const std::string& queue) {
-  db.exec("INSERT INTO jobs (kind, queue, run_at) SELECT 'noop', '" + queue
+  db.exec("INSERT INTO jobs_in (kind, queue, run_at) SELECT 'noop', '" + queue
           + "', now() - interval '1 second' FROM generate_series(1, "
           + std::to_string(n) + ")");
 }

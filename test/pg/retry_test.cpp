@@ -55,7 +55,7 @@ int64_t enqueue_one(const aw::test::fresh_database& db, const std::string& kind,
 bool wait_for_dead_letters(aw::test::db_session& s, int64_t n) {
   return aw::test::wait_until(
     [&] {
-      s.exec("UPDATE jobs SET run_at = now() "
+      s.exec("UPDATE jobs_in SET run_at = now() "
              "WHERE state = 'scheduled' AND run_at > now()");
       return s.scalar("SELECT count(*) FROM dead_letter_jobs") >= n;
     },
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(retryable_failure_reschedules_after_exponential_backoff) {
   std::vector<int64_t> ids;
   for (auto errors : before) {
     auto id = enqueue_one(db, "noop", {});
-    db.exec("UPDATE jobs SET error_count = " + std::to_string(errors)
+    db.exec("UPDATE jobs_in SET error_count = " + std::to_string(errors)
             + " WHERE id = " + std::to_string(id));
     ids.push_back(id);
   }
@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(job_that_fails_then_succeeds_completes_on_its_retry) {
     aw::test::worker_node node{retry_config(db, 5), builtin_registry()};
     BOOST_REQUIRE(aw::test::wait_until(
       [&] {
-        s.exec("UPDATE jobs SET run_at = now() "
+        s.exec("UPDATE jobs_in SET run_at = now() "
                "WHERE state = 'scheduled' AND run_at > now()");
         return s.text("SELECT state" + where) == "completed";
       },
@@ -226,7 +226,7 @@ BOOST_AUTO_TEST_CASE(dead_letter_row_carries_the_original_job) {
   auto id = enqueue_one(db, "fail", {{"terminal", true}, {"message", "nope"}},
                         opts);
   // An old created_at, so the copy cannot be mistaken for now().
-  db.exec("UPDATE jobs SET created_at = '2020-01-01 00:00:00+00'");
+  db.exec("UPDATE jobs_in SET created_at = '2020-01-01 00:00:00+00'");
   auto cfg = retry_config(db, 5);
   aw::queue_config billing;
   billing.name = "billing";

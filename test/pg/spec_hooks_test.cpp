@@ -313,7 +313,7 @@ BOOST_AUTO_TEST_CASE(stale_lease_of_a_dead_worker_is_rescued_with_a_rescued_even
     BOOST_TEST(log.count(id, event_type::retried) == 0u);
   }
   // The rescuing node runs them again (skipping the backoff).
-  s.exec("UPDATE jobs SET run_at = now() WHERE id IN (" + id_list({lane, row}) + ")");
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE id IN (" + id_list({lane, row}) + ")");
   for (auto id : {lane, row})
     BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
   BOOST_TEST(log.count(lane, event_type::rescued) == 1u);
@@ -376,7 +376,7 @@ BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ignores_cancellation_is_resc
   // The stuck handlers return now; their late results are dropped. The
   // job runs again (skipping the backoff) and completes.
   g.release();
-  s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(id));
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE id = " + std::to_string(id));
   BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
   flush_events(db, log);
   // Both were cancelled, and ignored it.
@@ -427,7 +427,7 @@ BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ends_on_cancellation_is_resc
     }
   BOOST_TEST(field(log.of(id, event_type::rescued).at(0).job, "state") == "scheduled");
   BOOST_TEST(s.scalar("SELECT count(*)" + dead_where(last)) == 1);
-  s.exec("UPDATE jobs SET run_at = now() WHERE id = " + std::to_string(id));
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE id = " + std::to_string(id));
   BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
   flush_events(db, log);
   for (auto job : {id, last}) {
@@ -494,7 +494,7 @@ BOOST_AUTO_TEST_CASE(stale_outcomes_of_jobs_reclaimed_under_their_handlers_fire_
   }
   s.exec("INSERT INTO job_batches (id, queue, priority, worker, on_lane, size) "
          "VALUES (2, 'default', 0, '" + thief + "', false, 5)");
-  s.exec("UPDATE jobs SET state = 'running', attempt = attempt + 1, "
+  s.exec("UPDATE jobs_in SET state = 'running', attempt = attempt + 1, "
          "batch_id = 2, ready_xid = '0', run_at = now() "
          "WHERE id IN (" + id_list(ids) + ")");
   auto rows_before = s.text("SELECT string_agg(to_jsonb(j)::text, ',' ORDER BY id) "
@@ -706,7 +706,7 @@ BOOST_AUTO_TEST_CASE(follow_up_insert_refused_by_the_database_rolls_the_worker_o
   broken = false;
   BOOST_REQUIRE(aw::test::wait_until(
     [&] {
-      s.exec("UPDATE jobs SET run_at = now() WHERE state = 'scheduled' "
+      s.exec("UPDATE jobs_in SET run_at = now() WHERE state = 'scheduled' "
              "AND kind = 'signup'");
       return log.count(bad, event_type::completed) == 1;
     },

@@ -52,16 +52,16 @@ BOOST_AUTO_TEST_CASE(insert_on_conflict_and_copy_from_psql_enqueue_jobs_that_run
   aw::test::fresh_database db;
   auto rc = psql(db, R"(
 BEGIN;
-INSERT INTO jobs (kind, args) VALUES ('send_email', '{"to": "ada@example.com"}');
-INSERT INTO jobs (kind, queue, args, priority) VALUES ('report', 'reports', '{"day": 1}', -5);
-INSERT INTO jobs (kind, args, unique_key, unique_states)
+INSERT INTO jobs_in (kind, args) VALUES ('send_email', '{"to": "ada@example.com"}');
+INSERT INTO jobs_in (kind, queue, args, priority) VALUES ('report', 'reports', '{"day": 1}', -5);
+INSERT INTO jobs_in (kind, args, unique_key, unique_states)
 VALUES ('sync', '{}', 'sync:1', '{available,scheduled,running}')
 ON CONFLICT DO NOTHING;
-INSERT INTO jobs (kind, args, unique_key, unique_states)
+INSERT INTO jobs_in (kind, args, unique_key, unique_states)
 VALUES ('sync', '{}', 'sync:1', '{available,scheduled,running}')
 ON CONFLICT DO NOTHING;
 COMMIT;
-\copy jobs (kind, queue, args) FROM STDIN
+\copy jobs_in (kind, queue, args) FROM STDIN
 copied	default	{"n": 1}
 copied	default	{"n": 2}
 copied	reports	{"n": 3}
@@ -90,7 +90,7 @@ copied	reports	{"n": 3}
   for (auto& j : def)
     if (j.kind == "sync")
       store.finish({aw::test::outcome(j, aw::outcome_kind::completed)});
-  BOOST_REQUIRE_EQUAL(psql(db, "INSERT INTO jobs (kind, unique_key, unique_states) "
+  BOOST_REQUIRE_EQUAL(psql(db, "INSERT INTO jobs_in (kind, unique_key, unique_states) "
                                "VALUES ('sync', 'sync:1', "
                                "'{available,scheduled,running}') "
                                "ON CONFLICT DO NOTHING;"),
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(copy_through_libpqxx_stream_to_enqueues_jobs_that_run) {
   {
     auto conn = db.connect();
     pqxx::work tx{*conn};
-    pqxx::stream_to copy(tx, "jobs",
+    pqxx::stream_to copy(tx, "jobs_in",
                          std::vector<std::string>{"kind", "queue", "args",
                                                   "priority"});
     for (int i = 0; i < 1000; ++i)
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(a_bad_row_is_refused_with_the_constraint_that_says_why) {
   auto conn = db.connect();
   pqxx::work tx{*conn};
   try {
-    tx.exec("INSERT INTO jobs (kind, args) VALUES ('x', '[1, 2]')");
+    tx.exec("INSERT INTO jobs_in (kind, args) VALUES ('x', '[1, 2]')");
     BOOST_FAIL("a non-object args was accepted");
   } catch (const pqxx::check_violation& e) {
     BOOST_TEST(std::string{e.what()}.find("jobs_args_object") != std::string::npos);

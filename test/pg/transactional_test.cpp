@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(a_throw_rolls_the_writes_back_and_the_failure_is_recorded) 
       patience));
     BOOST_TEST(s.text("SELECT last_error_message FROM jobs_live")
                == "the bank said no");
-    s.exec("UPDATE jobs SET run_at = now()");
+    s.exec("UPDATE jobs_in SET run_at = now()");
     node.rt().wake();
     BOOST_REQUIRE(aw::test::wait_until(
       [&] { return s.scalar("SELECT count(*) FROM dead_letter_jobs") == 1; },
@@ -396,7 +396,7 @@ BOOST_AUTO_TEST_CASE(a_commit_cut_off_is_resolved_by_reading) {
     // Failed runs come back after their backoff: pull them forward.
     auto all_done = aw::test::wait_until(
       [&] {
-        s.exec("UPDATE jobs SET run_at = now() WHERE state = 'scheduled' "
+        s.exec("UPDATE jobs_in SET run_at = now() WHERE state = 'scheduled' "
                "AND run_at > now()");
         node.rt().wake();
         return s.scalar("SELECT count(*) FROM jobs_live WHERE state = "

@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(job_finishing_within_the_drain_budget_records_its_outcome) 
 
 BOOST_AUTO_TEST_CASE(missing_column_stops_the_node_with_an_error_naming_it) {
   aw::test::fresh_database db;
-  db.exec("ALTER TABLE jobs DROP COLUMN metadata CASCADE");
+  db.exec("ALTER TABLE jobs_in DROP COLUMN metadata CASCADE");
   auto reg = std::make_shared<aw::registry>();
   aw::test::worker_node node{db.config(), reg};
   reg.reset();
@@ -238,7 +238,7 @@ BOOST_AUTO_TEST_CASE(missing_column_stops_the_node_with_an_error_naming_it) {
   auto text = aw::render(*ended);
   BOOST_TEST_MESSAGE("error: " << text);
   BOOST_TEST(contains(text, "schema_outdated"));
-  BOOST_TEST(contains(text, "table jobs is missing column metadata"));
+  BOOST_TEST(contains(text, "table jobs_in is missing column metadata"));
   BOOST_TEST(contains(text, "run `actor-worker migrate`"));
 }
 

@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(a_write_refused_by_a_standby_is_transient) {
   // server read-only for a while). Dropping it and connecting again is the
   // remedy, as for a lost connection.
   pqxx::sql_error standby{"ERROR:  cannot execute INSERT in a read-only transaction",
-                          "INSERT INTO jobs ...", "25006"};
+                          "INSERT INTO jobs_in ...", "25006"};
   BOOST_TEST((classify(standby) == ec::database_unavailable));
   pqxx::sql_error other{"ERROR:  syntax error", "SELEC 1", "42601"};
   BOOST_TEST((classify(other) == ec::database_error));

@@ -6,7 +6,7 @@ CREATE OR REPLACE FUNCTION actor_worker_batch_finished_at(p_batch bigint,
 RETURNS timestamptz
 LANGUAGE sql STABLE
 AS $$
-  SELECT CASE WHEN sum(cardinality(r.ids)) >= p_size THEN max(r.at) END
+  SELECT CASE WHEN actor_worker_batch_done(p_batch) >= p_size THEN max(r.at) END
     FROM batch_receipts AS r
    WHERE r.batch_id = p_batch
 $$;

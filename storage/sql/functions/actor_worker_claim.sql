@@ -103,7 +103,7 @@ BEGIN
           c.limited);
         IF k.off IS NOT NULL THEN
           v_moved := true;
-          UPDATE jobs AS j SET ready_xid = '0' WHERE j.id = ANY (k.off) AND j.ready_xid <> '0';
+          UPDATE jobs_in AS j SET ready_xid = '0' WHERE j.id = ANY (k.off) AND j.ready_xid <> '0';
           v_aside := v_aside || coalesce(k.alien, '{}');
           v_ap := v_ap || array_fill(v_prio, ARRAY[coalesce(cardinality(k.alien), 0)]);
         END IF;

@@ -31,7 +31,7 @@ BEGIN
   rate_limit := c.rate_limit; rate_period := c.rate_period;
   IF limited THEN
     allowed := least(p_limit, coalesce(c.global_concurrency - (SELECT count(*)
-      FROM jobs AS j WHERE j.state = 'running' AND j.queue = p_queue), p_limit));
+      FROM jobs_in AS j WHERE j.state = 'running' AND j.queue = p_queue), p_limit));
     IF c.rate_limit IS NOT NULL THEN
       DELETE FROM queue_starts AS q
        WHERE q.queue = p_queue AND q.started_at <= clock_timestamp() - c.rate_period;

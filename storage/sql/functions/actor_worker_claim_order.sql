@@ -11,22 +11,22 @@ RETURNS TABLE (priority integer, off_lanes boolean)
 LANGUAGE sql STABLE
 AS $$
   WITH RECURSIVE lane(p) AS (
-    (SELECT j.priority FROM jobs AS j
+    (SELECT j.priority FROM jobs_in AS j
       WHERE j.queue = p_queue AND j.ready_xid <> '0' AND j.unique_key IS NULL
       ORDER BY j.priority LIMIT 1)
     UNION ALL
-    SELECT (SELECT j.priority FROM jobs AS j
+    SELECT (SELECT j.priority FROM jobs_in AS j
              WHERE j.queue = p_queue AND j.ready_xid <> '0' AND j.unique_key IS NULL
                AND j.priority > lane.p
              ORDER BY j.priority LIMIT 1)
       FROM lane WHERE lane.p IS NOT NULL
   ), off(p) AS (
-    (SELECT j.priority FROM jobs AS j
+    (SELECT j.priority FROM jobs_in AS j
       WHERE j.queue = p_queue AND j.ready_xid = '0'
         AND j.state IN ('available', 'scheduled')
       ORDER BY j.priority LIMIT 1)
     UNION ALL
-    SELECT (SELECT j.priority FROM jobs AS j
+    SELECT (SELECT j.priority FROM jobs_in AS j
              WHERE j.queue = p_queue AND j.ready_xid = '0'
                AND j.state IN ('available', 'scheduled') AND j.priority > off.p
              ORDER BY j.priority LIMIT 1)

@@ -25,7 +25,7 @@ BEGIN
   WITH picked AS (
     SELECT j.id, j.run_at, j.attempt, j.start_unknown,
            pg_column_size(j.args) + pg_column_size(j.metadata) AS bytes
-      FROM jobs AS j
+      FROM jobs_in AS j
      WHERE j.queue = p_queue AND j.priority = p_priority
        AND j.ready_xid = '0' AND j.state IN ('available', 'scheduled')
        AND j.run_at <= now()
@@ -36,7 +36,7 @@ BEGIN
        -- of its key (one being claimed right now is still 'available' in
        -- this snapshot, so two of a key never run at once).
        AND (j.ordering_key IS NULL OR NOT EXISTS (
-             SELECT 1 FROM jobs AS o
+             SELECT 1 FROM jobs_in AS o
               WHERE o.ordering_key = j.ordering_key AND o.id < j.id
                 AND o.state IN ('scheduled', 'available', 'running',
                                 'waiting_external')))
@@ -51,7 +51,7 @@ BEGIN
       WINDOW w AS (ORDER BY p.run_at, p.id)) AS s
      WHERE s.bytes <= p_max_bytes OR (s.n = 1 AND p_first)
   ), claimed AS (
-    UPDATE jobs AS j
+    UPDATE jobs_in AS j
        SET state = 'running', attempt = j.attempt + 1, batch_id = p_batch,
            start_unknown = false
       FROM chosen
@@ -82,7 +82,7 @@ BEGIN
     PERFORM actor_worker_dead_letter(j.id, format(
               'attempt limit reached: attempt %s, and a job runs at most '
               '1,000,000 times; set aside by a claim', j.attempt))
-       FROM jobs AS j WHERE j.id = ANY (off) AND j.ready_xid = '0';
+       FROM jobs_in AS j WHERE j.id = ANY (off) AND j.ready_xid = '0';
   END IF;
   RETURN NEXT;
 END

@@ -8,7 +8,7 @@ RETURNS text
 LANGUAGE sql VOLATILE
 AS $$
   WITH moved AS (
-    DELETE FROM jobs AS j WHERE j.id = p_id RETURNING j.*
+    DELETE FROM jobs_in AS j WHERE j.id = p_id RETURNING j.*
   ), letter AS (
     INSERT INTO dead_letter_jobs
       (original_job_id, kind, queue, args, priority, attempt, max_attempts,

@@ -1,5 +1,5 @@
 -- A job's row as hooks see it (messages/event.hpp): the public columns of
--- jobs as a JSON object (keys = column names, as jobs_live has them), with
+-- jobs as a JSON object (keys = column names, as jobs has them), with
 -- `p_live` laid over it: what the statement calling this is changing
 -- (state, attempt, locked_by, ...), which the row read here does not show
 -- yet. Only kinds that hooks or follow-ups observe pay for it.
@@ -11,7 +11,7 @@ AS $$
           - 'callback_early'
           || jsonb_build_object('locked_by', NULL, 'locked_at', NULL)
           || p_live)::text
-    FROM jobs AS j
+    FROM jobs_in AS j
    WHERE j.id = p_id
    LIMIT 1
 $$;

@@ -28,7 +28,7 @@ BEGIN
      AND (i.state <> 'available' OR i.run_at > now()
           OR i.ordering_key IS NOT NULL OR i.unique_key IS NOT NULL);
   IF v_off IS NOT NULL THEN
-    UPDATE jobs AS j SET ready_xid = '0'
+    UPDATE jobs_in AS j SET ready_xid = '0'
      WHERE j.id = ANY (v_off) AND j.ready_xid <> '0';
   END IF;
   PERFORM pg_notify('actor_worker_jobs', q.queue)

@@ -32,7 +32,7 @@ AS $$
     FROM ((SELECT j.*
              FROM pg_snapshot_xip(p_lo) AS x(xid)
              CROSS JOIN LATERAL (
-               SELECT r.* FROM jobs AS r
+               SELECT r.* FROM jobs_in AS r
                 WHERE r.queue = p_queue AND r.priority = p_priority
                   AND r.ready_xid <> '0' AND r.unique_key IS NULL
                   AND r.slot >= p_slot_from AND r.slot <= p_slot_to
@@ -52,7 +52,7 @@ AS $$
               AND pg_visible_in_snapshot(x.xid, p_hi))
           UNION ALL
           (SELECT r.*
-             FROM jobs AS r
+             FROM jobs_in AS r
             WHERE r.queue = p_queue AND r.priority = p_priority
               AND r.ready_xid <> '0' AND r.unique_key IS NULL
               AND r.slot >= p_slot_from AND r.slot <= p_slot_to

@@ -20,12 +20,12 @@ AS $$
                                 p_to_id, 2147483647, p_slot_from, p_slot_to) AS t
    WHERE p_hi IS NOT NULL
   UNION ALL
-  SELECT j.id, j.kind, j.run_at FROM jobs AS j
+  SELECT j.id, j.kind, j.run_at FROM jobs_in AS j
    WHERE j.queue = p_queue AND j.priority = p_priority AND j.ready_xid <> '0'
      AND j.slot >= p_slot_from AND j.slot <= p_slot_to
      AND j.ready_xid >= coalesce(pg_snapshot_xmax(p_hi), '1')
   UNION ALL
-  SELECT j.id, j.kind, j.run_at FROM jobs AS j
+  SELECT j.id, j.kind, j.run_at FROM jobs_in AS j
    WHERE j.queue = p_queue AND j.priority = p_priority AND j.ready_xid <> '0'
      AND j.slot >= p_slot_from AND j.slot <= p_slot_to
      AND j.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip(p_hi)))

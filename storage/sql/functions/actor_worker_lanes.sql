@@ -7,11 +7,11 @@ RETURNS TABLE (queue text, priority integer)
 LANGUAGE sql STABLE
 AS $$
   WITH RECURSIVE l(queue, priority) AS (
-    (SELECT j.queue, j.priority FROM jobs AS j WHERE j.ready_xid <> '0'
+    (SELECT j.queue, j.priority FROM jobs_in AS j WHERE j.ready_xid <> '0'
       ORDER BY j.queue, j.priority LIMIT 1)
     UNION ALL
     SELECT n.queue, n.priority
-      FROM l, LATERAL (SELECT j.queue, j.priority FROM jobs AS j
+      FROM l, LATERAL (SELECT j.queue, j.priority FROM jobs_in AS j
                         WHERE j.ready_xid <> '0'
                           AND (j.queue, j.priority) > (l.queue, l.priority)
                         ORDER BY j.queue, j.priority LIMIT 1) AS n

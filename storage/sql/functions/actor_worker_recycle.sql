@@ -74,7 +74,7 @@ BEGIN
 
   -- Jobs off the lanes still unfinished or finished within the retention,
   -- each state by its own index.
-  EXECUTE format('UPDATE jobs SET slot = $3 WHERE slot = %s AND id IN ('
+  EXECUTE format('UPDATE jobs_in SET slot = $3 WHERE slot = %s AND id IN ('
                  ' SELECT j.id FROM jobs_slot_%s AS j WHERE j.ready_xid = ''0'''
                  '    AND j.state IN (''available'', ''scheduled'')'
                  ' UNION ALL SELECT j.id FROM jobs_slot_%s AS j WHERE j.state = ''running'''
@@ -92,7 +92,7 @@ BEGIN
              LEFT JOIN LATERAL actor_worker_lane_head(k.queue, k.priority) AS p
                ON true LOOP
     EXIT WHEN v_left <= 0;
-    EXECUTE format('UPDATE jobs SET slot = $8 WHERE slot = %s AND id IN ('
+    EXECUTE format('UPDATE jobs_in SET slot = $8 WHERE slot = %s AND id IN ('
                    ' SELECT w.id FROM actor_worker_lane_waiting($1, $2, $3, $4, $5, $6,'
                    '   %s::smallint, %s::smallint) AS w'
                    ' LIMIT $7)', v_slot, v_slot, v_slot)
@@ -109,7 +109,7 @@ BEGIN
       FROM job_batches AS b
      WHERE b.on_lane AND b.rescued_at IS NULL
        AND coalesce(b.finished_at, 'infinity') > now() - p_retention;
-    EXECUTE format('UPDATE jobs SET slot = $3 WHERE slot = %s AND id IN ('
+    EXECUTE format('UPDATE jobs_in SET slot = $3 WHERE slot = %s AND id IN ('
                    ' SELECT x.id FROM job_batches AS b CROSS JOIN LATERAL ('
                    '  SELECT r.id FROM jobs_slot_%s AS r'
                    '   WHERE r.queue = b.queue AND r.priority = b.priority'
@@ -135,7 +135,7 @@ BEGIN
     SELECT p.batch_id FROM (SELECT DISTINCT b.queue, b.priority FROM job_batches AS b
                              WHERE b.on_lane) AS k,
            LATERAL actor_worker_lane_head(k.queue, k.priority) AS p)
-    || ARRAY(SELECT DISTINCT j.batch_id FROM jobs AS j
+    || ARRAY(SELECT DISTINCT j.batch_id FROM jobs_in AS j
               WHERE j.state = 'running' AND j.batch_id IS NOT NULL);
   EXECUTE format('UPDATE job_batches SET slot = $2 WHERE slot = %s AND id = ANY ($1)',
                  v_slot) USING v_keep, v_cur;

@@ -21,7 +21,7 @@ BEGIN
   SELECT array_agg(m) INTO v_moved
     FROM actor_worker_materialize(p_worker, p_batches, p_ids) AS m;
   WITH released AS (
-    UPDATE jobs AS j
+    UPDATE jobs_in AS j
        SET state = 'available', batch_id = NULL,
            attempt = greatest(j.attempt - CASE WHEN p_started THEN 0 ELSE 1 END, 0)
       FROM unnest(p_batches, p_ids) AS u(batch, id),

@@ -87,7 +87,7 @@ BEGIN
            x.id IS NULL OR EXISTS (
              SELECT 1 FROM job_starts AS s
               WHERE s.batch_id = r.batch_id AND r.id = ANY (s.ids)) AS started
-      FROM jobs AS r
+      FROM jobs_in AS r
       LEFT JOIN job_batches AS x ON x.id = r.batch_id
      WHERE (r.state = 'running' AND (x.id IS NULL OR x.rescued_at IS NOT NULL))
         OR (r.state = 'waiting_external'
@@ -99,7 +99,7 @@ BEGIN
     IF j.state = 'running' AND NOT j.started THEN
       -- Claimed, never recorded as started: back uncharged (its attempt
       -- given back), due at once, woken.
-      UPDATE jobs AS r
+      UPDATE jobs_in AS r
          SET state = 'available', attempt = greatest(r.attempt - 1, 0),
              batch_id = NULL, ready_xid = '0', start_unknown = true
        WHERE r.id = j.id;
@@ -123,7 +123,7 @@ BEGIN
     IF dead THEN
       v_json := actor_worker_dead_letter(j.id, v_msg);
     ELSE
-      UPDATE jobs AS r
+      UPDATE jobs_in AS r
          SET state = 'scheduled', error_count = r.error_count + 1,
              last_error_message = v_msg, last_failed_at = now(),
              run_at = now() + actor_worker_retry_backoff(r.error_count),

@@ -30,7 +30,7 @@ BEGIN
   -- them a new batch).
   v_finished := CASE
     WHEN b.on_lane THEN actor_worker_batch_finished_at(b.id, b.size)
-    WHEN NOT EXISTS (SELECT 1 FROM jobs AS r
+    WHEN NOT EXISTS (SELECT 1 FROM jobs_in AS r
                       WHERE r.batch_id = b.id AND r.state = 'running') THEN now()
   END;
   IF v_finished IS NOT NULL THEN
@@ -38,7 +38,7 @@ BEGIN
     RETURN false;
   END IF;
   IF b.on_lane THEN
-    UPDATE jobs AS r
+    UPDATE jobs_in AS r
        SET ready_xid = '0', state = 'running', attempt = r.attempt + 1,
            batch_id = b.id
      WHERE r.queue = b.queue AND r.priority = b.priority
@@ -48,7 +48,8 @@ BEGIN
        AND pg_visible_in_snapshot(r.ready_xid, b.tick_hi)
        AND NOT pg_visible_in_snapshot(r.ready_xid, b.tick_lo)
        AND NOT EXISTS (SELECT 1 FROM batch_receipts AS c
-                        WHERE c.batch_id = b.id AND r.id = ANY (c.ids));
+                        WHERE c.batch_id = b.id AND c.bucket = r.id >> 6
+                          AND actor_worker_has_bit(c.mask, r.id));
   END IF;
   UPDATE job_batches AS x SET rescued_at = now() WHERE x.id = b.id;
   RETURN true;
