@@ -26,7 +26,11 @@
 # for the whole run (an idle-in-transaction client elsewhere); same: in the
 # queue's own database. Ratios compare systems within one weather.
 #
-# Knobs: N (200000), REPS (1), PORT (5497), HOLDS (0,1,same),
+# BASE_BIN=/path/to/an/older/actor-worker: an A/B in the same run; in every
+# weather that build drains right before this one (labelled
+# actor-worker-base), and the table gives the ratio of each cell to it.
+#
+# Knobs: N (200000), REPS (1), PORT (5497), HOLDS (0,1,same), BASE_BIN,
 # AW_CONCURRENCY (10,64,500),
 # AW_PROCS (1,2), GW_CONFIGS (batch:1,batch:2),
 # PB_CONFIGS (b100x4:1,b100x4:2,b500x2:1,b500x2:2), OUT (a file to copy the
@@ -74,6 +78,10 @@ export BENCH_EXTERNAL_PG=1 PORT
   for weather in ${HOLDS//,/ }; do
     echo "# weather: $weather"
     export HOLD=$weather
+    if [ -n "${BASE_BIN:-}" ]; then
+      BIN=$BASE_BIN LABEL=actor-worker-base CONCURRENCY=${AW_CONCURRENCY:-10,64,500} \
+        PROCS=${AW_PROCS:-1,2} "$HERE/run.sh"
+    fi
     CONCURRENCY=${AW_CONCURRENCY:-10,64,500} PROCS=${AW_PROCS:-1,2} "$HERE/run.sh"
     CONFIGS=${GW_CONFIGS:-batch:1,batch:2} "$HERE/peers/graphile_worker.sh"
     CONFIGS=${PB_CONFIGS:-b100x4:1,b100x4:2,b500x2:1,b500x2:2} "$HERE/peers/pgboss.sh"
@@ -97,6 +105,7 @@ gawk '
     jobs = $4; sub(/jobs=/, "", jobs)
     n++
     sys_[n] = sysname; cfg_[n] = config; jps_[n] = jps + 0; w_[n] = weather
+    if (sysname == "actor-worker-base") base[config, weather] = jps + 0
     wal_[n] = wal; commits_[n] = commits
     cpu_[n] = (cpu == "" ? "" : sprintf("%.1f", cpu * 1e6 / jobs))
     key = sysname SUBSEP weather
@@ -104,13 +113,15 @@ gawk '
   }
   END {
     printf "\nweather: 0 clear; 1 an xid held open in another database; same: in the queue'"'"'s own\n"
-    printf "\n| weather | system | configuration | jobs/s | x graphile-worker best | x pg-boss best | WAL B/job | commits/job | worker CPU us/job |\n"
-    printf "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    printf "\n| weather | system | configuration | jobs/s | x graphile-worker best | x pg-boss best | x base | WAL B/job | commits/job | worker CPU us/job |\n"
+    printf "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
     for (i = 1; i <= n; i++) {
       gw = best["graphile-worker", w_[i]]; pb = best["pg-boss", w_[i]]
-      printf "| %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", w_[i], sys_[i], cfg_[i], jps_[i],
+      b = (sys_[i] == "actor-worker" ? base[cfg_[i], w_[i]] : 0)
+      printf "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", w_[i], sys_[i], cfg_[i], jps_[i],
              (gw > 0 ? sprintf("%.2f", jps_[i] / gw) : "-"),
              (pb > 0 ? sprintf("%.2f", jps_[i] / pb) : "-"),
+             (b > 0 ? sprintf("%.2f", jps_[i] / b) : "-"),
              wal_[i], commits_[i], cpu_[i]
     }
     for (k in best) {

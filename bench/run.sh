@@ -59,6 +59,7 @@
 #
 # Output: per run, `#` diagnostic lines and
 #   RESULT actor-worker/c<concurrency>/p<procs>/run<k> jobs_per_sec=.. jobs=.. seconds=..
+#   (LABEL in place of actor-worker when set: compare.sh's A/B)
 # then a summary and `RESULT actor-worker jobs_per_sec=..` for the best run
 # of the first configuration. The diagnostic line
 #   #   during drain: WAL X MB (N B/job); commits ~C (R/job); worker-process CPU S s (...)
@@ -105,6 +106,7 @@ case "$KIND" in noop|noop_tx) ;; *) die "KIND is noop or noop_tx, not '$KIND'" ;
 case "$ENQUEUE" in sql|copy) ;; *) die "ENQUEUE is sql or copy, not '$ENQUEUE'" ;; esac
 HOLD=${HOLD:-0}
 case "$HOLD" in 0|1|same) ;; *) die "HOLD is 0, 1 or same, not '$HOLD'" ;; esac
+LABEL=${LABEL:-actor-worker}
 if [ -n "${BIN:-}" ]; then
   [ -x "$BIN" ] || die "BIN=$BIN is not an executable"
 else
@@ -222,15 +224,18 @@ one_run() {
   "$BIN" migrate --database-url "$url" --log-level warn
 
   start_holder "$db"
-  local tq te
+  local tq te into
+  # The relation to write to: jobs_in, or jobs for a binary before 0.2
+  # (an A/B against an older build, compare.sh's BASE_BIN).
+  into=$(sql "$db" -c "select coalesce(to_regclass('jobs_in')::text, 'jobs')")
   if [ "$ENQUEUE" = copy ]; then
     [ -f "$WORK/jobs.copy" ] || awk -v n="$N" -v k="$KIND" 'BEGIN { for (i = 1; i <= n; i++) printf "%s\t{\"id\": %d}\n", k, i }' >"$WORK/jobs.copy"
   fi
   tq=$(now)
   if [ "$ENQUEUE" = copy ]; then
-    sql "$db" -c "\\copy jobs_in (kind, args) from '$WORK/jobs.copy'"
+    sql "$db" -c "\\copy $into (kind, args) from '$WORK/jobs.copy'"
   else
-    sql "$db" -c "insert into jobs_in (kind, args)
+    sql "$db" -c "insert into $into (kind, args)
                   select '$KIND', jsonb_build_object('id', i) from generate_series(1, $N) as i"
   fi
   te=$(fsub "$(now)" "$tq")
@@ -337,7 +342,7 @@ EOF
        "worker-process CPU ${wcpu} s ($(fdiv "$(fdiv "$wcpu" "$sec" 4)" 0.01 0)% of one core); their postgres backends CPU ${bcpu} s;" \
        "machine CPU busy ${busy}% of $(nproc) cores (all processes); load1 at start $load1"
   echo "#   claims: $claims ($(fdiv "$N" "$claims" 0) jobs per claim; ${claim_ms:-?} ms per round trip in the first process)"
-  echo "RESULT actor-worker/$cfgname/run$rep jobs_per_sec=$jps jobs=$N seconds=$sec"
+  echo "RESULT $LABEL/$cfgname/run$rep jobs_per_sec=$jps jobs=$N seconds=$sec"
   RESULTS+=("$cfgname $jps $sec")
 
   sql postgres -c "drop database $db with (force)"
@@ -363,4 +368,4 @@ done
 read -r c n <<<"${CONFIGS[0]}"
 best=$(printf '%s\n' "${RESULTS[@]}" | awk -v k="c$c/p$n" '$1 == k && $2 > b { b = $2; s = $3 } END { print b, s }')
 read -r best_jps best_sec <<<"$best"
-echo "RESULT actor-worker jobs_per_sec=$best_jps jobs=$N seconds=$best_sec"
+echo "RESULT $LABEL jobs_per_sec=$best_jps jobs=$N seconds=$best_sec"

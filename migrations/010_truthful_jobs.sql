@@ -83,9 +83,10 @@ SELECT j.id, j.kind, j.queue, j.args, j.state, j.priority, j.run_at,
 UNION ALL
 -- On a lane, past its position: not handed out yet (a range of the lane
 -- index per lane; actor_worker_lane_floor says why it bounds them too).
-SELECT j.id, j.kind, j.queue, j.args, 'available', j.priority, j.run_at,
+SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
        j.created_at, j.attempt, j.error_count, j.max_attempts,
-       j.last_error_message, j.last_failed_at, NULL, NULL, NULL, j.metadata,
+       j.last_error_message, j.last_failed_at, NULL::text, NULL::timestamptz,
+       NULL::timestamptz, j.metadata,
        j.tags, j.deadline_ms, j.callback_id, j.callback_timeout_at,
        j.callback_result, j.ordering_key, j.unique_key, j.unique_states
   FROM actor_worker_lane_positions() AS p
@@ -99,9 +100,10 @@ UNION ALL
 -- On a lane, of a transaction its position's tick saw running: not handed
 -- out yet, whatever its place (a probe of the lane index per such
 -- transaction; usually there is none).
-SELECT j.id, j.kind, j.queue, j.args, 'available', j.priority, j.run_at,
+SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
        j.created_at, j.attempt, j.error_count, j.max_attempts,
-       j.last_error_message, j.last_failed_at, NULL, NULL, NULL, j.metadata,
+       j.last_error_message, j.last_failed_at, NULL::text, NULL::timestamptz,
+       NULL::timestamptz, j.metadata,
        j.tags, j.deadline_ms, j.callback_id, j.callback_timeout_at,
        j.callback_result, j.ordering_key, j.unique_key, j.unique_states
   FROM actor_worker_lane_late() AS l
@@ -112,9 +114,10 @@ UNION ALL
 -- On a lane, in an open batch, no receipt yet: running (claimed: in its
 -- worker's buffer or its handler), held by the batch's worker
 -- (actor_worker_open_floor says why it bounds them too).
-SELECT j.id, j.kind, j.queue, j.args, 'running', j.priority, j.run_at,
+SELECT j.id, j.kind, j.queue, j.args, 'running'::text, j.priority, j.run_at,
        j.created_at, j.attempt + 1, j.error_count, j.max_attempts,
-       j.last_error_message, j.last_failed_at, b.worker, b.claimed_at, NULL,
+       j.last_error_message, j.last_failed_at, b.worker, b.claimed_at,
+       NULL::timestamptz,
        j.metadata, j.tags, j.deadline_ms, j.callback_id,
        j.callback_timeout_at, j.callback_result, j.ordering_key,
        j.unique_key, j.unique_states
@@ -135,7 +138,7 @@ UNION ALL
 -- On a lane, with a receipt that completed it: completed when the receipt
 -- was written, by the receipt's batch (looked up as above, only when
 -- read).
-SELECT j.id, j.kind, j.queue, j.args, 'completed', j.priority, j.run_at,
+SELECT j.id, j.kind, j.queue, j.args, 'completed'::text, j.priority, j.run_at,
        j.created_at, j.attempt + 1, j.error_count, j.max_attempts,
        j.last_error_message, j.last_failed_at, b.worker, b.claimed_at, r.at,
        j.metadata, j.tags, j.deadline_ms, j.callback_id,
