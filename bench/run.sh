@@ -179,10 +179,20 @@ close_session() {
 
 # Anything left to do? Fewer jobs finished than enqueued: the lane jobs the
 # receipts hold, the jobs off the lanes that finished, the dead letters
-# (a few hundred receipt rows for the whole drain: cheap every POLL_MS).
-LEFT_SQL="select (select coalesce(sum(cardinality(ids)), 0) from batch_receipts where done)
-  + (select count(*) from jobs where ready_xid = '0' and state in ('completed', 'cancelled'))
-  + (select count(*) from dead_letter_jobs) < $N;"
+# (a few thousand receipt rows for the whole drain: cheap every POLL_MS).
+# Receipts hold their jobs as bits since 0.2, as id arrays before (an A/B
+# against an older build, compare.sh's BASE_BIN).
+left_sql() {
+  if [ "$(sql "$1" -c "select to_regclass('jobs_in') is not null")" = t ]; then
+    LEFT_SQL="select (select coalesce(sum(bit_count(mask::bit(64))), 0) from batch_receipts where done)
+      + (select count(*) from jobs_in where ready_xid = '0' and state in ('completed', 'cancelled'))
+      + (select count(*) from dead_letter_jobs) < $N;"
+  else
+    LEFT_SQL="select (select coalesce(sum(cardinality(ids)), 0) from batch_receipts where done)
+      + (select count(*) from jobs where ready_xid = '0' and state in ('completed', 'cancelled'))
+      + (select count(*) from dead_letter_jobs) < $N;"
+  fi
+}
 # A session holding a transaction id open (HOLD), until the run ends.
 start_holder() {
   local db=$1
@@ -228,6 +238,7 @@ one_run() {
   # The relation to write to: jobs_in, or jobs for a binary before 0.2
   # (an A/B against an older build, compare.sh's BASE_BIN).
   into=$(sql "$db" -c "select coalesce(to_regclass('jobs_in')::text, 'jobs')")
+  left_sql "$db"
   if [ "$ENQUEUE" = copy ]; then
     [ -f "$WORK/jobs.copy" ] || awk -v n="$N" -v k="$KIND" 'BEGIN { for (i = 1; i <= n; i++) printf "%s\t{\"id\": %d}\n", k, i }' >"$WORK/jobs.copy"
   fi

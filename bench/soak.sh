@@ -96,30 +96,16 @@ echo "# soak.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores; $(sql postgre
 echo "# worker: $BIN; concurrency $CONCURRENCY; completed_retention $RETENTION; otherwise shipped defaults"
 [ "$HOLD" = 0 ] || echo "# weather: a transaction id held open from minute $HOLD_FROM to minute $HOLD_UNTIL ($([ "$HOLD" = same ] && echo "in the queue's own database" || echo "in another database"))"
 
-# The jobs due and not handed out (docs/storage.md): per lane, the jobs its
-# position's low snapshot does not see (two index ranges) that the position
-# has not handed out; and the rows off the lanes waiting to be claimed.
-LANE_LEFT="(select coalesce(sum(x.n), 0) from actor_worker_lanes() as k
-   left join lateral actor_worker_lane_head(k.queue, k.priority) as p on true
-   cross join lateral (
-     select count(*) as n from jobs as j
-      where j.queue = k.queue and j.priority = k.priority and j.ready_xid <> '0'
-        and (p.tick_lo is null or j.ready_xid >= pg_snapshot_xmax(p.tick_lo)
-             or j.ready_xid = any (array(select pg_snapshot_xip(p.tick_lo))))
-        and not actor_worker_handed_out(j.ready_xid, j.id, p.tick_lo, p.tick_hi,
-                                        p.to_xid, p.to_id)) as x)"
-ROWS_LEFT="(select count(*) from jobs where ready_xid = '0' and state = 'available')"
-BACKLOG_SQL="select $LANE_LEFT + $ROWS_LEFT"
-# Anything left? The backlog, a running row off the lanes, or a lane batch
-# that is neither finished nor rescued.
-LEFT_SQL="select $LANE_LEFT > 0
-  or exists(select 1 from jobs where ready_xid = '0'
-                                 and state in ('available', 'scheduled', 'running', 'waiting_external'))
-  or exists(select 1 from job_batches where on_lane and finished_at is null and rescued_at is null)"
+# The jobs due and waiting for a worker, as `jobs` says (its available
+# branches read only the jobs not handed out: docs/storage.md).
+BACKLOG_SQL="select count(*) from jobs where state = 'available'"
+# Anything left? A job not finished.
+LEFT_SQL="select exists(select 1 from jobs
+                         where state in ('available', 'scheduled', 'running', 'waiting_external'))"
 # The first drain, counted cheaply (as run.sh does: receipts of lane
 # completions, finished rows, dead letters; retention has not begun yet).
-FIRST_LEFT_SQL="select (select coalesce(sum(cardinality(ids)), 0) from batch_receipts where done)
-  + (select count(*) from jobs where ready_xid = '0' and state in ('completed', 'cancelled'))
+FIRST_LEFT_SQL="select (select coalesce(sum(bit_count(mask::bit(64))), 0) from batch_receipts where done)
+  + (select count(*) from jobs_in where ready_xid = '0' and state in ('completed', 'cancelled'))
   + (select count(*) from dead_letter_jobs) < $DRAIN_N"
 wait_drained() {
   local limit=$1 left_sql=$2 pause=$3 t0
@@ -181,7 +167,7 @@ STATS_SQL="select string_agg(name || ':' || live || ':' || dead || ':' || vac, '
                      from pg_stat_user_tables
                     where relname ~ '^(jobs_(unique|kept|slot_[0-7])|(job_batches|batch_receipts)_(kept|slot_[0-7]))$'
                     group by 1) as t"
-SIZE_SQL="select sum(pg_total_relation_size(relid)) from pg_partition_tree('jobs')"
+SIZE_SQL="select sum(pg_total_relation_size(relid)) from pg_partition_tree('jobs_in')"
 PARTS_SQL="select actor_worker_slot()"
 SAMPLES="$WORK/samples"
 : >"$SAMPLES"

@@ -11,7 +11,7 @@
 
 namespace aw {
 
-/// A job this worker has claimed: `jobs_live` shows it `running` and
+/// A job this worker has claimed: `jobs` shows it `running` and
 /// locked by this worker. Args and metadata stay JSON text until a handler
 /// parses them, so the actors never pay for a parse they don't need.
 struct claimed_job {

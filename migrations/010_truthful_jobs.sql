@@ -98,8 +98,9 @@ SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
    AND j.ready_xid <> ALL (p.late)
 UNION ALL
 -- On a lane, of a transaction its position's tick saw running: not handed
--- out yet, whatever its place (a probe of the lane index per such
--- transaction; usually there is none).
+-- out yet, whatever its place. Usually there is none; each is a probe of
+-- the lane index (LATERAL: the planner cannot trade it for a scan of the
+-- lane, which it did for a small table).
 SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
        j.created_at, j.attempt, j.error_count, j.max_attempts,
        j.last_error_message, j.last_failed_at, NULL::text, NULL::timestamptz,
@@ -107,9 +108,10 @@ SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
        j.tags, j.deadline_ms, j.callback_id, j.callback_timeout_at,
        j.callback_result, j.ordering_key, j.unique_key, j.unique_states
   FROM actor_worker_lane_late() AS l
-  JOIN jobs_in AS j
-    ON j.queue = l.queue AND j.priority = l.priority AND j.ready_xid = l.xid
-   AND j.ready_xid <> '0' AND j.unique_key IS NULL
+ CROSS JOIN LATERAL (
+   SELECT x.* FROM jobs_in AS x
+    WHERE x.queue = l.queue AND x.priority = l.priority AND x.ready_xid = l.xid
+      AND x.ready_xid <> '0' AND x.unique_key IS NULL) AS j
 UNION ALL
 -- On a lane, in an open batch, no receipt yet: running (claimed: in its
 -- worker's buffer or its handler), held by the batch's worker

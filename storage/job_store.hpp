@@ -49,7 +49,7 @@ struct queue_limit_settings {
 struct job_store_options {
   /// libpq connection string. Never logged.
   std::string url;
-  /// Written to job_batches.worker on claim (jobs_live shows it as
+  /// Written to job_batches.worker on claim (`jobs` shows it as
   /// locked_by) and to worker_nodes.worker_id; every
   /// write checks it, so a worker never changes a run it no longer owns.
   std::string worker_id;

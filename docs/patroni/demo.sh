@@ -132,7 +132,7 @@ done
 : >"$WORK/acked.txt"
 (
   while [ ! -f "$WORK/stop-producer" ]; do
-    ids=$("${PSQL[@]}" "$URL" -c "insert into jobs (kind, args) select 'record', '{\"ms\": 5}'
+    ids=$("${PSQL[@]}" "$URL" -c "insert into jobs_in (kind, args) select 'record', '{\"ms\": 5}'
                                     from generate_series(1, 5) returning id" 2>/dev/null) \
       && echo "$ids" >>"$WORK/acked.txt"
     sleep 0.1

@@ -1,17 +1,15 @@
 -- All rows travel as one JSON array parameter: one statement and one
 -- round trip however many jobs, and no SQL is ever built from values. A
--- job due at once without an ordering key goes on its queue's lane
--- (ready_xid: this transaction, the column's default); the others are put
--- off the lanes at once (ready_xid 0), where they are claimed as rows
--- when due.
+-- job due at once without an ordering key goes on its queue's lane; the
+-- insert trigger puts the others off the lanes (actor_worker_jobs_inserted),
+-- where they are claimed as rows when due, and wakes their queues as it
+-- does for any insert.
 INSERT INTO jobs_in (kind, queue, args, state, priority, run_at, max_attempts,
-                  metadata, tags, deadline_ms, ordering_key, ready_xid)
+                  metadata, tags, deadline_ms, ordering_key)
 SELECT r.kind, r.queue, r.args,
        CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'available' END,
        r.priority, r.run_at, r.max_attempts, r.metadata, r.tags, r.deadline_ms,
-       r.ordering_key,
-       CASE WHEN r.run_at <= now() AND r.ordering_key IS NULL
-            THEN pg_current_xact_id() ELSE '0' END
+       r.ordering_key
   FROM (SELECT e.doc->>'kind' AS kind,
                e.doc->>'queue' AS queue,
                e.doc->'args' AS args,

@@ -60,6 +60,13 @@ void survive(fault_env& env, const std::function<void(db_session&)>& inject) {
   // None lost, none dead-lettered, none completed without its handler
   // having run to the end.
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live") == bulk_jobs);
+  // `jobs` tells the truth after the outages: every job once, completed,
+  // as its read by id says.
+  BOOST_TEST(db.scalar("SELECT count(DISTINCT id) FROM jobs") == bulk_jobs);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_in") == bulk_jobs);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs WHERE state = 'completed' "
+                       "AND finalized_at IS NOT NULL AND locked_by IS NOT NULL")
+             == bulk_jobs);
   BOOST_TEST(db.scalar("SELECT count(*) FROM dead_letter_jobs") == 0);
   BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_live j WHERE NOT EXISTS ("
                        "SELECT 1 FROM job_executions e WHERE e.job_id = j.id "

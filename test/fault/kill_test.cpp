@@ -79,6 +79,10 @@ BOOST_AUTO_TEST_CASE(kill_9_worker_jobs_are_reclaimed_and_complete_exactly_once)
   auto rows = db.query("SELECT id, state, error_count, attempt, locked_by, "
                        "coalesce(last_error_message, '') FROM jobs_live ORDER BY id");
   BOOST_REQUIRE_EQUAL(rows.size(), static_cast<size_t>(jobs));
+  // `jobs` tells the truth after the kill and the rescue: every job of
+  // jobs_in once.
+  BOOST_TEST(db.scalar("SELECT count(DISTINCT id) FROM jobs") == jobs);
+  BOOST_TEST(db.scalar("SELECT count(*) FROM jobs_in") == jobs);
   for (const auto& row : rows) {
     auto id = row[0].as<int64_t>();
     BOOST_TEST_CONTEXT("job " << id) {
