@@ -14,11 +14,18 @@ ALTER TABLE jobs RENAME TO jobs_in;
 -- and bucket of 64 ids (the ids bucket * 64 to bucket * 64 + 63), so that
 -- the view joins a completed lane job to its receipt by `id >> 6`: a hash
 -- join for a scan, an index probe for one id.
+-- A completion's receipt also says who completed the jobs and when they
+-- were claimed (the batch's worker and claim time: the view's locked_by
+-- and locked_at of a completed lane job, without a look at job_batches).
 ALTER TABLE batch_receipts ADD COLUMN bucket bigint, ADD COLUMN mask bigint,
+  ADD COLUMN worker text, ADD COLUMN claimed_at timestamptz,
   ALTER COLUMN ids DROP NOT NULL;
-INSERT INTO batch_receipts (batch_id, slot, done, bucket, mask, at)
+INSERT INTO batch_receipts (batch_id, slot, done, bucket, mask, at, worker,
+                            claimed_at)
 SELECT r.batch_id, r.slot, r.done, x.id >> 6,
-       bit_or(1::bigint << (x.id & 63)::integer), r.at
+       bit_or(1::bigint << (x.id & 63)::integer), r.at,
+       (SELECT b.worker FROM job_batches AS b WHERE b.id = r.batch_id LIMIT 1),
+       (SELECT b.claimed_at FROM job_batches AS b WHERE b.id = r.batch_id LIMIT 1)
   FROM batch_receipts AS r, unnest(r.ids) AS x(id)
  WHERE r.ids IS NOT NULL
  GROUP BY r.batch_id, r.slot, r.done, r.at, x.id >> 6;
@@ -98,20 +105,14 @@ SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
    AND j.ready_xid <> ALL (p.late)
 UNION ALL
 -- On a lane, of a transaction its position's tick saw running: not handed
--- out yet, whatever its place. Usually there is none; each is a probe of
--- the lane index (LATERAL: the planner cannot trade it for a scan of the
--- lane, which it did for a small table).
+-- out yet, whatever its place (actor_worker_lane_late_jobs: usually none).
 SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
        j.created_at, j.attempt, j.error_count, j.max_attempts,
        j.last_error_message, j.last_failed_at, NULL::text, NULL::timestamptz,
        NULL::timestamptz, j.metadata,
        j.tags, j.deadline_ms, j.callback_id, j.callback_timeout_at,
        j.callback_result, j.ordering_key, j.unique_key, j.unique_states
-  FROM actor_worker_lane_late() AS l
- CROSS JOIN LATERAL (
-   SELECT x.* FROM jobs_in AS x
-    WHERE x.queue = l.queue AND x.priority = l.priority AND x.ready_xid = l.xid
-      AND x.ready_xid <> '0' AND x.unique_key IS NULL) AS j
+  FROM actor_worker_lane_late_jobs() AS j
 UNION ALL
 -- On a lane, in an open batch, no receipt yet: running (claimed: in its
 -- worker's buffer or its handler), held by the batch's worker
@@ -138,11 +139,10 @@ SELECT j.id, j.kind, j.queue, j.args, 'running'::text, j.priority, j.run_at,
                       AND actor_worker_has_bit(r.mask, j.id))
 UNION ALL
 -- On a lane, with a receipt that completed it: completed when the receipt
--- was written, by the receipt's batch (looked up as above, only when
--- read).
+-- was written, by the worker and the claim it names.
 SELECT j.id, j.kind, j.queue, j.args, 'completed'::text, j.priority, j.run_at,
        j.created_at, j.attempt + 1, j.error_count, j.max_attempts,
-       j.last_error_message, j.last_failed_at, b.worker, b.claimed_at, r.at,
+       j.last_error_message, j.last_failed_at, r.worker, r.claimed_at, r.at,
        j.metadata, j.tags, j.deadline_ms, j.callback_id,
        j.callback_timeout_at, j.callback_result, j.ordering_key,
        j.unique_key, j.unique_states
@@ -150,9 +150,6 @@ SELECT j.id, j.kind, j.queue, j.args, 'completed'::text, j.priority, j.run_at,
   JOIN jobs_in AS j
     ON j.id >> 6 = r.bucket AND actor_worker_has_bit(r.mask, j.id)
    AND j.ready_xid <> '0' AND j.unique_key IS NULL
-  LEFT JOIN LATERAL (SELECT max(x.worker) AS worker,
-                           max(x.claimed_at) AS claimed_at
-                      FROM job_batches AS x WHERE x.id = r.batch_id) AS b ON true
  WHERE r.done;
 
 -- Writes go to jobs_in: an INSERT, COPY, UPDATE or DELETE of `jobs` says

@@ -37,7 +37,7 @@ const std::vector<required_table>& required_schema() {
      {"id", "slot", "queue", "priority", "worker", "claimed_at", "on_lane",
       "tick_lo", "tick_hi", "first_xid", "first_id", "to_xid", "to_id",
       "size", "finished_at", "rescued_at"}},
-    {"batch_receipts", {"batch_id", "slot", "done", "bucket", "mask", "at"}},
+    {"batch_receipts", {"batch_id", "slot", "done", "bucket", "mask", "at", "worker", "claimed_at"}},
     {"job_starts", {"batch_id", "ids", "at"}},
     {"job_ring", {"singleton", "period", "recycled_at"}},
     {"dead_letter_jobs",

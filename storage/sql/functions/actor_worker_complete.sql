@@ -7,9 +7,10 @@
 -- locked against a rescue (actor_worker_live_batches).
 --
 -- A receipt row holds up to 64 jobs of one batch, as bits: the ids
--- bucket * 64 to bucket * 64 + 63 (batch_receipts). The `jobs` view joins
--- completed lane jobs to their receipt by the bucket (a hash join for a
--- scan, an index probe for one id), and the bits make a receipt of 64
+-- bucket * 64 to bucket * 64 + 63 (batch_receipts), and the batch's worker
+-- and claim time. The `jobs` view joins completed lane jobs to their
+-- receipt by the bucket (a hash join for a scan, an index probe for one
+-- id) and reads all it shows of them there; the bits make a receipt of 64
 -- jobs 8 bytes. A batch whose receipts then hold all its jobs is marked
 -- finished. The delete is a statement of its own, run only when asked: as
 -- a CTE it opened every partition of jobs on every completion.
@@ -26,7 +27,9 @@ DECLARE
   v_ids bigint[];  -- the jobs recorded
 BEGIN
   WITH live AS (
-    SELECT b.id FROM actor_worker_live_batches(p_worker, p_batches) AS b
+    SELECT b.id, (SELECT x.claimed_at FROM job_batches AS x
+                   WHERE x.id = b.id LIMIT 1) AS claimed_at
+      FROM actor_worker_live_batches(p_worker, p_batches) AS b
   ), asked AS (
     SELECT u.batch, u.id >> 6 AS bucket,
            bit_or(1::bigint << (u.id & 63)::integer) AS mask
@@ -42,8 +45,10 @@ BEGIN
                                   AND r.bucket = a.bucket), 0) AS mask
       FROM asked AS a
   ), receipts AS (
-    INSERT INTO batch_receipts (batch_id, done, bucket, mask)
-    SELECT f.batch, true, f.bucket, f.mask FROM fresh AS f WHERE f.mask <> 0
+    INSERT INTO batch_receipts (batch_id, done, bucket, mask, worker, claimed_at)
+    SELECT f.batch, true, f.bucket, f.mask, p_worker, l.claimed_at
+      FROM fresh AS f JOIN live AS l ON l.id = f.batch
+     WHERE f.mask <> 0
     RETURNING batch_id, bucket, mask
   ), finished AS (
     -- b.id = ANY (p_batches) gives each slot's id index the few batches
