@@ -102,10 +102,9 @@ SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
    AND (j.ready_xid, j.id) > (p.to_xid, p.to_id)
    AND j.ready_xid >= actor_worker_lane_floor()
  WHERE NOT pg_visible_in_snapshot(j.ready_xid, p.tick_lo)
-   AND j.ready_xid <> ALL (p.late)
 UNION ALL
--- On a lane, of a transaction its position's tick saw running: not handed
--- out yet, whatever its place (actor_worker_lane_late_jobs: usually none).
+-- On a lane, of a transaction its position's tick saw running, before the
+-- position: not handed out yet (actor_worker_lane_late_jobs: usually none).
 SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
        j.created_at, j.attempt, j.error_count, j.max_attempts,
        j.last_error_message, j.last_failed_at, NULL::text, NULL::timestamptz,

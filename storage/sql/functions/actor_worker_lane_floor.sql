@@ -1,7 +1,8 @@
--- The lowest transaction id of a lane job not handed out (not counting
--- those of actor_worker_lane_late), or the largest xid8 when there is
--- none: the first job past each lane's position, one probe of the lane
--- index per lane. The `jobs` view says its waiting lane jobs have
+-- The lowest transaction id of a lane job past its lane's position (what
+-- the view's range per lane reads; not the few of
+-- actor_worker_lane_late_jobs), or the largest xid8 when there is none:
+-- the first job past each lane's position, one probe of the lane index per
+-- lane. The `jobs` view says its waiting lane jobs have
 -- ready_xid >= this, which holds (every one is past its lane's position)
 -- and which the planner can estimate: it calls a stable function while it
 -- plans and reads the answer against the column's histogram. Without it,

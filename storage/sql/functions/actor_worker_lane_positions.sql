@@ -4,8 +4,10 @@
 -- transactions the tick's upper snapshot saw running (their jobs came
 -- later, whatever their ids). A lane never claimed gets a position before
 -- all of its jobs. A lane job was handed out when actor_worker_handed_out
--- says so for this position; the view reads those not handed out as two
--- ranges of the lane index per lane (past the position, and `late`).
+-- says so for this position; the view reads those not handed out as a
+-- range of the lane index per lane (past the position, its lower snapshot
+-- not seeing them) and the jobs of `late` before the position
+-- (actor_worker_lane_late_jobs).
 --
 -- PL/pgSQL, and declared to return one row: the planner then drives each
 -- lane's ranges of the lane index from this result (a lane may hold
