@@ -591,6 +591,33 @@ BOOST_AUTO_TEST_CASE(a_queue_sample_reads_the_live_work_not_the_finished_lane) {
   BOOST_TEST(sample(nullptr) == 11);
 }
 
+BOOST_AUTO_TEST_CASE(the_insert_trigger_reads_only_what_its_transaction_inserted) {
+  // The insert trigger (actor_worker_jobs_inserted) has no transition
+  // table: it finds the rows to move off the lanes by jobs_arrivals_idx and
+  // the queues to wake by a probe of the lane index per lane. A probe
+  // without the lane index's predicate in its condition cannot use it: the
+  // trigger read the whole slot (150,000 rows) on every insert, a
+  // transaction of 1,000 jobs took 33 ms instead of 8. Its plans read no
+  // more than the rows of the insert, however many the slot holds.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  for (int t = 0; t < 5; ++t)
+    s.exec("INSERT INTO jobs_in (kind) SELECT 'k' FROM generate_series(1, 2000)");
+  s.exec("ANALYZE jobs_in");
+  {
+    plan_notices seen{s};
+    for (int t = 0; t < 3; ++t)  // past the custom plans of the first calls
+      s.exec("INSERT INTO jobs_in (kind) SELECT 'k' FROM generate_series(1, 10)");
+    s.exec("INSERT INTO jobs_in (kind, ordering_key) VALUES ('keyed', 'x')");
+    BOOST_TEST_INFO(seen.text);
+    // (What the nodes read, not what the planner expected.)
+    BOOST_TEST(!std::regex_search(seen.text, std::regex{R"(actual time=[0-9.]+ rows=[0-9]{4,})"}));
+    BOOST_TEST(!std::regex_search(seen.text, std::regex{R"(Rows Removed by Filter: [0-9]{4,})"}));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE kind = 'keyed' AND ready_xid = '0'") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE ready_xid = '0'") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(concurrent_claims_never_hand_out_a_job_twice) {
   aw::test::fresh_database db;
   std::atomic<bool> producing{true};

@@ -63,6 +63,7 @@ BEGIN
     FROM l, LATERAL (SELECT 1 FROM jobs_in AS j
                       WHERE j.slot = v_slot AND j.queue = l.queue
                         AND j.priority = l.priority AND j.ready_xid = v_xid
+                        AND j.ready_xid <> '0'  -- the lane index's predicate
                         AND j.unique_key IS NULL
                       LIMIT 1) AS mine;  -- a probe per lane
   RETURN NULL;
