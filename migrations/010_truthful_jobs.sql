@@ -101,7 +101,7 @@ SELECT j.id, j.kind, j.queue, j.args, 'available'::text, j.priority, j.run_at,
     ON j.queue = p.queue AND j.priority = p.priority AND j.ready_xid <> '0'
    AND (j.ready_xid, j.id) > (p.to_xid, p.to_id)
    AND j.ready_xid >= actor_worker_lane_floor()
- WHERE NOT pg_visible_in_snapshot(j.ready_xid, p.tick_lo)
+ WHERE (j.ready_xid >= p.lo_xmax OR NOT pg_visible_in_snapshot(j.ready_xid, p.tick_lo))
 UNION ALL
 -- On a lane, of a transaction its position's tick saw running, before the
 -- position: not handed out yet (actor_worker_lane_late_jobs: usually none).
