@@ -169,9 +169,12 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
       sc.watcher = observer_->for_database(name);
     sc.sample_interval = sc.config.metrics.queue_stats_interval;
     auto& db = sc.config.database;
+    std::map<std::string, int> groups;
+    for (auto& q : sc.config.queues)
+      groups[q.name] = q.transactional_group;
     (*pools)[name] = std::make_shared<storage::transaction_pool>(
       store_options(sc), reg->observed_kinds(), follow_ups_of(sc),
-      db.transactional_pool_size, db.transaction_timeout);
+      db.transactional_pool_size, db.transaction_timeout, std::move(groups));
     configs.push_back(std::move(sc));
   }
   size_t threads = 0;

@@ -46,9 +46,12 @@
 #                           jobs ... SELECT, the SQL contract) or copy
 #                           (psql's \copy of N rows into jobs: COPY)
 #   KIND (noop)             the kind of the backlog's jobs: noop (a non-blocking
-#                           handler) or noop_tx (a transactional handler that
+#                           handler), noop_tx (a transactional handler that
 #                           does nothing: each job completes in a transaction
-#                           of its own; bench/transactional.sh)
+#                           of its own; bench/transactional.sh) or record_tx
+#                           (args {"ms": 0}: a transactional handler inserting
+#                           one row into job_executions, which this script
+#                           creates; the check also counts one row per job)
 #   HOLD (0)                1: a session holds a transaction id open in
 #                           another database of the server from before the
 #                           backlog is inserted to the end of the drain (an
@@ -102,7 +105,10 @@ machine_cpu() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t
 # ---- the binary ----------------------------------------------------------------------------------
 ENQUEUE=${ENQUEUE:-sql}
 KIND=${KIND:-noop}
-case "$KIND" in noop|noop_tx) ;; *) die "KIND is noop or noop_tx, not '$KIND'" ;; esac
+case "$KIND" in noop|noop_tx|record_tx) ;; *) die "KIND is noop, noop_tx or record_tx, not '$KIND'" ;; esac
+# record_tx's args: {"ms": 0} (no sleep in its transaction).
+ARGS_MS=""
+[ "$KIND" = record_tx ] && ARGS_MS=", 'ms', 0"
 case "$ENQUEUE" in sql|copy) ;; *) die "ENQUEUE is sql or copy, not '$ENQUEUE'" ;; esac
 HOLD=${HOLD:-0}
 case "$HOLD" in 0|1|same) ;; *) die "HOLD is 0, 1 or same, not '$HOLD'" ;; esac
@@ -232,6 +238,13 @@ one_run() {
   # sessions of the database after its workers stopped.
   sql postgres -c "drop database if exists $db with (force)" -c "create database $db"
   "$BIN" migrate --database-url "$url" --log-level warn
+  # record_tx's table: no migration creates it (app/builtin_kinds.hpp).
+  if [ "$KIND" = record_tx ]; then
+    sql "$db" -c "create table job_executions (
+                    id bigserial primary key, job_id bigint not null, attempt integer not null,
+                    worker text not null, started_at timestamptz not null default clock_timestamp(),
+                    finished_at timestamptz)"
+  fi
 
   start_holder "$db"
   local tq te into
@@ -240,14 +253,14 @@ one_run() {
   into=$(sql "$db" -c "select coalesce(to_regclass('jobs_in')::text, 'jobs')")
   left_sql "$db"
   if [ "$ENQUEUE" = copy ]; then
-    [ -f "$WORK/jobs.copy" ] || awk -v n="$N" -v k="$KIND" 'BEGIN { for (i = 1; i <= n; i++) printf "%s\t{\"id\": %d}\n", k, i }' >"$WORK/jobs.copy"
+    [ -f "$WORK/jobs.copy" ] || awk -v n="$N" -v k="$KIND" 'BEGIN { for (i = 1; i <= n; i++) printf "%s\t{\"id\": %d%s}\n", k, i, (k == "record_tx" ? ", \"ms\": 0" : "") }' >"$WORK/jobs.copy"
   fi
   tq=$(now)
   if [ "$ENQUEUE" = copy ]; then
     sql "$db" -c "\\copy $into (kind, args) from '$WORK/jobs.copy'"
   else
     sql "$db" -c "insert into $into (kind, args)
-                  select '$KIND', jsonb_build_object('id', i) from generate_series(1, $N) as i"
+                  select '$KIND', jsonb_build_object('id', i$ARGS_MS) from generate_series(1, $N) as i"
   fi
   te=$(fsub "$(now)" "$tq")
   [ "$(sql "$db" -c "select count(*) from jobs")" = "$N" ] \
@@ -337,6 +350,15 @@ EOF
   [ "$ran" = "$N" ] || { cat "$WORK/$db".p*.log >&2; die "handlers ran $ran times for $N jobs"; }
   [ "$done_n" = "$N" ] && [ "$dead" = 0 ] \
     || die "job check failed: $done_n of $N completed on their first attempt, $dead dead letters"
+  # record_tx: its row exists exactly when its job completed, so one per job.
+  if [ "$KIND" = record_tx ]; then
+    local rows ids row_b
+    IFS='|' read -r rows ids row_b < <(sql "$db" -F'|' -c "select count(*), count(distinct job_id) filter (where attempt = 1),
+                                                          round(avg(pg_column_size(e.*))) from job_executions e")
+    [ "$rows" = "$N" ] && [ "$ids" = "$N" ] \
+      || die "job_executions check failed: $rows rows, $ids distinct first-attempt jobs for $N jobs"
+    echo "#   job_executions: $rows rows, one per job; ${row_b} B per row (pg_column_size)"
+  fi
 
   local claims claim_ms
   claims=$(sed -n 's/.* ran; \([0-9][0-9]*\) claim(s) took.*/\1/p' "$WORK/$db".p*.log | awk '{ s += $1 } END { print s + 0 }')

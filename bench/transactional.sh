@@ -3,74 +3,150 @@
 # no-op jobs through the batched path (`noop`: completions recorded in
 # batches, off the lanes, nothing written to the jobs' rows) beside the
 # same drain through transactional handlers (`noop_tx`: each job completes
-# in a transaction of its own on the transactional pool, its row written,
-# one commit per job), at the concurrencies users run, on one throwaway
-# PostgreSQL (initdb defaults, synchronous_commit = on), in one run.
+# in a transaction of its own on the transactional pool, its row written;
+# `record_tx` {"ms": 0}: the same, its handler inserting one row into
+# `job_executions` in that transaction), at the concurrencies users run,
+# and pgbench's commits/s for the same one-row INSERT from 8 clients, on
+# one throwaway PostgreSQL (initdb defaults, synchronous_commit = on), in
+# one run.
 #
-#   bench/transactional.sh                    # about 2 minutes
+#   bench/transactional.sh                    # about 18 minutes (record_tx
+#                                             # drains ~150 jobs/s on 2 cores)
+#   TX_GROUP=1,8,32 bench/transactional.sh    # with transactional_group
 #
 # Knobs: N (200000 batched jobs), N_TX (30000 transactional jobs: their
 # drain is slower, and the same few seconds of it measure as well),
-# CONCURRENCY (10,64), TX_POOL (the transactional pool per process:
-# database.transactional_pool_size; default the shipped 8, and the
-# concurrency itself), PORT (5496), BIN (an actor-worker binary; default:
-# Release build in build-bench), OUT (a file to copy the log to).
+# CONCURRENCY (10,64), TX_KINDS (noop_tx,record_tx), TX_POOL (the
+# transactional pool per process: database.transactional_pool_size;
+# default the shipped 8, and the concurrency itself), TX_GROUP (a list of
+# group sizes G, each run as `transactional_group = G` in [queues.default];
+# empty, the default: the key is not passed), PGBENCH_SECONDS (10),
+# PORT (5496), PGDIR, BIN (an actor-worker binary; default: Release build
+# in build-bench), OUT (a file to copy the log and the table to).
 #
-# Output: bench/run.sh's lines for each drain, then one table: jobs/s of
-# each path, the ratio, WAL bytes and commits per job.
+# Output: pgbench's and bench/run.sh's lines, then one table: jobs/s of each
+# path, kind, group and concurrency; its ratio to the batched no-op drain
+# at the same concurrency and to pgbench's commits/s; WAL bytes per job and
+# in INSERTs of one job_executions row (the WAL one such INSERT costs,
+# measured as below); commits per job.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
+SCRIPT=transactional.sh
 N=${N:-200000}
 N_TX=${N_TX:-30000}
 CONCURRENCY=${CONCURRENCY:-10,64}
+TX_KINDS=${TX_KINDS:-noop_tx,record_tx}
+TX_GROUP=${TX_GROUP:-}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-10}
 PORT=${PORT:-5496}
 PGDIR=${PGDIR:-/tmp/aw-tx-bench-pg-$$}
+# shellcheck source=bench/lib.sh
+source "$HERE/lib.sh"
 LOG=$(mktemp /tmp/aw-tx-bench.XXXXXX.log)
+WORK=$(mktemp -d /tmp/aw-tx-bench.XXXXXX)
+BENCH_CLEANUP+=("rm -rf \"$WORK\" \"$LOG\"")
 
 "$ROOT/scripts/install-deps.sh"
-if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then
-  echo "transactional.sh: port $PORT on 127.0.0.1 is already in use (set PORT=...)" >&2
-  exit 1
-fi
-cleanup() {
-  "$ROOT/scripts/pg.sh" stop "$PGDIR" || true
-  rm -rf "$PGDIR"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-PG_FRESH=1 "$ROOT/scripts/pg.sh" start "$PGDIR" "$PORT" >/dev/null
-export BENCH_EXTERNAL_PG=1 PORT PROCS=1 REPS=1
+bench_build
+PGBENCH=$(pg_config --bindir 2>/dev/null || true)/pgbench
+[ -x "$PGBENCH" ] || PGBENCH=$(command -v pgbench) || die "pgbench not found (Debian: postgresql-15)"
+bench_start_pg >/dev/null
+export BENCH_EXTERNAL_PG=1 PORT BIN PROCS=1 REPS=1
+
+# The row record_tx inserts (app/builtin_kinds.hpp), in a scratch database.
+EXEC_DDL="create table job_executions (
+  id bigserial primary key, job_id bigint not null, attempt integer not null,
+  worker text not null, started_at timestamptz not null default clock_timestamp(),
+  finished_at timestamptz)"
+# A worker id as make_worker_id writes them (node:pid:8 hex digits).
+WORKER_ID="bench1:123456:0123abcd"
 
 {
-  echo "# transactional.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+  echo "# transactional.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores; $BIN"
+  echo "# N=$N N_TX=$N_TX CONCURRENCY=$CONCURRENCY TX_KINDS=$TX_KINDS TX_POOL=${TX_POOL:-8,<concurrency>} TX_GROUP=${TX_GROUP:-none}"
+
+  # The WAL of one INSERT of such a row: 10,000 single-row INSERT statements
+  # in one transaction (a PL/pgSQL loop), the WAL insert position's diff
+  # around it ÷ 10,000 (heap tuple, primary key entry, the sequence's share,
+  # new pages; one commit record spread over 10,000 rows).
+  sql postgres -c "create database aw_tx_scratch"
+  sql aw_tx_scratch -c "$EXEC_DDL"
+  row=$(sql aw_tx_scratch -F'|' <<EOF
+select pg_current_wal_insert_lsn() as l0 \\gset
+do \$\$ begin for i in 1..10000 loop
+  insert into job_executions (job_id, attempt, worker, finished_at)
+  values (i, 1, '$WORKER_ID', clock_timestamp());
+end loop; end \$\$;
+select round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'l0') / 10000.0),
+       (select round(avg(pg_column_size(e.*))) from job_executions e);
+EOF
+)
+  IFS='|' read -r row_wal row_size <<<"$row"
+  echo "# job_executions row: $row_wal B of WAL per single-row INSERT (10,000 in one transaction," \
+       "pg_current_wal_insert_lsn diff ÷ 10,000); $row_size B per row (pg_column_size)"
+
+  # pgbench: 8 clients, each transaction one INSERT of such a row.
+  sql aw_tx_scratch -c "drop table job_executions" -c "$EXEC_DDL" -c "checkpoint"
+  cat >"$WORK/insert.sql" <<EOF
+\\set id random(1, 1000000000)
+INSERT INTO job_executions (job_id, attempt, worker, finished_at) VALUES (:id, 1, '$WORKER_ID', clock_timestamp());
+EOF
+  lsn0=$(sql aw_tx_scratch -c "select pg_current_wal_lsn()")
+  out=$("$PGBENCH" -h 127.0.0.1 -p "$PORT" -U postgres -n -c 8 -j 2 -T "$PGBENCH_SECONDS" \
+          -f "$WORK/insert.sql" aw_tx_scratch 2>&1) || { echo "$out" >&2; die "pgbench failed"; }
+  pg_wal=$(sql aw_tx_scratch -c "select pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')::bigint")
+  tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$out")
+  txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+  [ -n "$tps" ] && [ -n "$txns" ] || { echo "$out" >&2; die "cannot read pgbench's output"; }
+  echo "# pgbench $("$PGBENCH" --version | awk '{ print $3 }'): -c 8 -j 2 -T $PGBENCH_SECONDS, one INSERT of a job_executions row" \
+       "per transaction: $txns transactions, $(printf '%.0f' "$tps") tps (commits/s);" \
+       "WAL $(fdiv "$pg_wal" "$txns" 0) B/transaction"
+  echo "RESULT pgbench-insert jobs_per_sec=$(printf '%.0f' "$tps") jobs=$txns seconds=$PGBENCH_SECONDS"
+  sql postgres -c "drop database aw_tx_scratch"
+
   for c in ${CONCURRENCY//,/ }; do
-    echo "# path: batched (noop), concurrency $c, N=$N"
-    N=$N KIND=noop CONCURRENCY=$c "$HERE/run.sh" | sed "s|^RESULT actor-worker/|RESULT batched/|"
+    echo "# run: path=batched kind=noop group=- pool=- concurrency=$c jobs=$N"
+    N=$N KIND=noop CONCURRENCY=$c LABEL=batched "$HERE/run.sh"
     pools=${TX_POOL:-8,$c}
     for pool in $(tr ',' '\n' <<<"$pools" | sort -nu); do
-      echo "# path: transactional (noop_tx), concurrency $c, transactional_pool_size $pool, N=$N_TX"
-      N=$N_TX KIND=noop_tx CONCURRENCY=$c DB_TOML="transactional_pool_size = $pool" "$HERE/run.sh" \
-        | sed "s|^RESULT actor-worker/|RESULT transactional-pool$pool/|"
+      for kind in ${TX_KINDS//,/ }; do
+        groups=${TX_GROUP:--}
+        for group in ${groups//,/ }; do
+          qtoml=""
+          [ "$group" = - ] || qtoml="transactional_group = $group"
+          echo "# run: path=transactional kind=$kind group=$group pool=$pool concurrency=$c jobs=$N_TX"
+          N=$N_TX KIND=$kind CONCURRENCY=$c DB_TOML="transactional_pool_size = $pool" QUEUE_TOML="$qtoml" \
+            LABEL="$kind-pool$pool${qtoml:+-group$group}" "$HERE/run.sh"
+        done
+      done
     done
   done
 } 2>&1 | tee "$LOG"
 
-echo
-echo "| path | concurrency | jobs/s | ÷ batched | WAL B/job | commits/job |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 awk '
-  /^# path: / { path = ($3 == "batched" ? "batched" : "transactional, pool " $8); sub(/,$/, "", path) }
+  function field(k,   i, kv) { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "?" }
+  /^# job_executions row: / { roww = $4 }
+  /^# pgbench / { match($0, /[0-9]+ tps/); pgb = substr($0, RSTART, RLENGTH - 4) }
+  /^# run: / { path = field("path"); kind = field("kind"); group = field("group"); pool = field("pool"); c = field("concurrency") }
   /^#   during drain: WAL/ {
     match($0, /\(([0-9]+) B\/job\)/); wal = substr($0, RSTART + 1, RLENGTH - 8)
     match($0, /\(([0-9.]+)\/job\)/); com = substr($0, RSTART + 1, RLENGTH - 6) }
-  /^RESULT [a-z0-9-]+\/c[0-9]+\/p1\/run1 / {
-    split($2, parts, "/"); c = substr(parts[2], 2)
+  /^RESULT [^ ]+\/c[0-9]+\/p1\/run1 / {
     jps = $3; sub(/jobs_per_sec=/, "", jps)
     if (path == "batched") base[c] = jps
-    ratio = (path == "batched" || base[c] == 0) ? "1" : sprintf("%.3f", jps / base[c])
-    printf "| %s | %s | %s | %s | %s | %s |\n", path, c, jps, ratio, wal, com
-  }' "$LOG"
+    p = (path == "batched" ? "batched" : "transactional, pool " pool)
+    rows[++n] = sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", p, kind, group, c, jps,
+      base[c] ? sprintf("%.3f", jps / base[c]) : "?", pgb ? sprintf("%.2f", jps / pgb) : "?",
+      wal, roww ? sprintf("%.1f", wal / roww) : "?", com)
+  }
+  END {
+    print ""
+    print "| path | kind | group | concurrency | jobs/s | ÷ batched no-op | ÷ pgbench | WAL B/job | WAL ÷ row | commits/job |"
+    print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    for (i = 1; i <= n; i++) print rows[i]
+    printf "\npgbench (-c 8 -j 2, one INSERT of a job_executions row per transaction): %.0f tps; " \
+      "that row: %s B of WAL per INSERT (WAL ÷ row divides by it)\n", pgb, roww
+  }' "$LOG" | tee -a "$LOG"
 if [ -n "${OUT:-}" ]; then cp "$LOG" "$OUT"; fi
-rm -f "$LOG"

@@ -78,6 +78,10 @@ struct queue_config {
   /// Bytes the queue's claimed and running jobs may hold; 0 = the worker's
   /// local_queue_bytes.
   int64_t local_queue_bytes = 0;
+  /// Transactional runs of the queue that share one transaction and one
+  /// commit, each handler in a savepoint of its own (docs/transactional.md);
+  /// 1 = a transaction per run. 1 to defaults::max_transactional_group.
+  int transactional_group = defaults::transactional_group;
   /// Cluster-wide ([queues.Q] only): at most this many jobs of the queue
   /// held at once across all nodes (claimed into a node's buffer, running,
   /// or with the outcome not committed yet), enforced by the claim; 0 = no

@@ -27,6 +27,30 @@ constexpr int pool_size = 2;
 /// open) without taking much of PostgreSQL's default 100 connections.
 constexpr int transactional_pool_size = 8;
 
+/// Transactional runs of one queue that share a transaction
+/// ([queues.NAME] transactional_group): each handler in a savepoint of its
+/// own, all their outcomes and follow-ups in one commit. One commit per
+/// job is what made transactional handlers slow (a COMMIT's WAL flush and
+/// round trips); sharing it is how PostgreSQL itself gets its throughput.
+/// 1: a transaction per run. Chosen from bench/transactional.sh
+/// (docs/transactional.md has the figures).
+constexpr int transactional_group = 16;
+
+/// The largest transactional_group. Each handler that writes in a group
+/// takes a subtransaction id, and PostgreSQL keeps at most 64 of one
+/// transaction in shared memory: past that, every snapshot in the server
+/// must look subtransactions up on disk (a "suboverflowed" snapshot).
+constexpr int max_transactional_group = 64;
+
+/// How long a statement of a handler in a group (transactional_group > 1)
+/// may wait for a lock held by another transaction before it fails; the
+/// run then rolls back to its savepoint and runs again in a transaction of
+/// its own, without the limit and without being charged an attempt. A
+/// group waiting on another group's lock holds every run of it up; a short
+/// wait bounds that, and two groups can never deadlock each other for
+/// longer.
+constexpr std::chrono::milliseconds transactional_group_lock_timeout = 200ms;
+
 /// The longest a transactional handler's transaction may stay open (its
 /// statements and the pauses between them); shorter when the job's
 /// deadline or lease leaves less. A transaction holds its job's row lock

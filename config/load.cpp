@@ -996,16 +996,18 @@ void read_queue(const std::string& source, const toml::table& q,
   if (cluster_wide)
     reject_unknown(source, q, p,
                    {"concurrency", "deadline", "local_queue_size",
-                    "local_queue_bytes", "global_concurrency", "rate_limit",
-                    "database"});
+                    "local_queue_bytes", "transactional_group",
+                    "global_concurrency", "rate_limit", "database"});
   else
     reject_unknown(source, q, p,
                    {"concurrency", "deadline", "local_queue_size",
-                    "local_queue_bytes"});
+                    "local_queue_bytes", "transactional_group"});
   read_int(source, q, p, "concurrency", qc.concurrency, 1, 100000);
   read_duration(source, q, p, "deadline", qc.deadline);
   read_int(source, q, p, "local_queue_size", qc.local_queue_size, 1, 100000);
   read_size(source, q, p, "local_queue_bytes", qc.local_queue_bytes, 1);
+  read_int(source, q, p, "transactional_group", qc.transactional_group, 1,
+           defaults::max_transactional_group);
   read_int(source, q, p, "global_concurrency", qc.global_concurrency, 1,
            defaults::max_global_concurrency);
   if (auto node = q.get("rate_limit")) {

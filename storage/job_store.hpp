@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,41 @@ struct job_store_options {
   bool prepared_statements = true;
 };
 
+/// What a transactional handler does in its transaction: its SQL in `tx`,
+/// and then the run's outcome (job_outcome::kind, message, delay_ms).
+/// Throwing rolls its writes back.
+using transactional_body = std::function<job_outcome(pqxx::work& tx)>;
+
+/// One run of a transactional group (job_store::transact): the run,
+/// and how it ended.
+struct transactional_run {
+  /// The run: job_id, lease, attempt, observed, job_kind and queue.
+  job_outcome job;
+  /// The longest its transaction may stay open (statement and idle
+  /// timeouts), counted from the group's start.
+  std::chrono::milliseconds limit{30'000};
+  /// Fires when the run is stopped (deadline, lost lease, cancel request,
+  /// shutdown): a statement of it then running is cancelled.
+  cancellation_token cancel;
+  /// The handler's transactional part.
+  const transactional_body* body = nullptr;
+  /// Set by the group once it took the run up (under the owner's lock):
+  /// whether the handler may still be started; the group asks before it
+  /// starts it, and a run withdrawn meanwhile is left alone.
+  std::function<bool()> may_start;
+
+  /// How it ended (job_store::transact's result), when `again` is false.
+  job_outcome result;
+  /// Not run here: the group failed or ran out of time before its handler
+  /// started, or its statement waited too long for a lock held by another
+  /// transaction. It runs again, charged nothing.
+  bool again = false;
+  /// With `again`: in a transaction of its own (a lock wait), not a group.
+  bool alone = false;
+  /// Its handler was started in this transaction.
+  bool handler_ran = false;
+};
+
 /// One database connection with the runtime's named statements (claim, finish, heartbeat, release, rescue, cleanup); every method blocks. The storage actor owns one.
 class job_store {
 public:
@@ -137,32 +173,37 @@ public:
   std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes,
                                     bool in_doubt = false);
 
-  /// What a transactional handler does in its transaction: its SQL in
-  /// `tx`, and then the run's outcome (job_outcome::kind, message,
-  /// delay_ms). Throwing rolls the transaction back.
-  using transactional_body = std::function<job_outcome(pqxx::work& tx)>;
-
-  /// Runs a transactional handler's `body` for `job` (its job_id, lease,
-  /// attempt, observed, job_kind and queue) in one transaction with the
-  /// outcome it returns and that outcome's follow-ups: all commit, or none
-  /// does. First the transaction takes the run's lease (a lane job becomes
-  /// a running row of its batch, and the row is locked, so nothing else
-  /// finishes or moves the job meanwhile) and limits itself to `limit`
-  /// (statement and idle timeouts). Returns the outcome with `record`:
-  ///  - committed: it committed (`event` for the hooks);
-  ///  - stale: the lease no longer held the job, at the start or when the
-  ///    outcome was written: rolled back, nothing written (ec::stale_run);
-  ///  - pending: rolled back before the commit because `cancel` fired or
-  ///    `limit` passed, or the COMMIT's reply was lost and reading showed
-  ///    it had not happened: a retryable failure that says so, for storage
-  ///    to record the usual way (guarded by the same lease).
-  /// A COMMIT whose reply is lost is resolved by reading, never by
-  /// writing again: the server process that sent it is ended first, then
-  /// the lease is read. Throws what `body` throws (rolled back) and
-  /// pqxx's errors (rolled back, or the connection broke before COMMIT).
-  job_outcome transact(const job_outcome& job, std::chrono::milliseconds limit,
-                       const cancellation_token& cancel,
-                       const transactional_body& body);
+  /// Runs transactional handlers: the handlers of `runs` (at most
+  /// defaults::max_transactional_group; one is a transaction per run) in
+  /// one transaction, in order, each in a savepoint of its own, with the
+  /// outcomes they return and those outcomes' follow-ups, all committed at
+  /// once. First the transaction takes every run's lease in one statement
+  /// (a lane job becomes a running row of its batch, and the rows are
+  /// locked, so nothing else finishes or moves the jobs meanwhile) and
+  /// limits itself to the shortest run's `limit` (statement and idle
+  /// timeouts); with more than one run, no statement waits longer than
+  /// `lock_timeout` for a lock (0: no bound). Sets each run's `result`,
+  /// with `record`:
+  ///  - committed: its outcome committed (`event` for the hooks). A
+  ///    handler that throws, or whose SQL fails, rolls back to its
+  ///    savepoint (its writes are gone, the others' stay) and its failure
+  ///    (retryable, or terminal for aw::terminal_error) commits so;
+  ///  - stale: the lease no longer held the job when the transaction
+  ///    started: nothing run, nothing written (ec::stale_run);
+  ///  - pending: rolled back (to its savepoint, or with the transaction)
+  ///    because `cancel` fired or its limit passed, the transaction broke
+  ///    after its handler ran, or the COMMIT's reply was lost and reading
+  ///    showed it had not happened: a retryable failure that says so, for
+  ///    storage to record the usual way (guarded by the same lease);
+  /// or `again` (charged nothing, its handler did not run here): the
+  /// transaction broke or ran out of time before its handler started, or
+  /// (`alone`) a statement of it waited past `lock_timeout`.
+  /// A COMMIT whose reply is lost is resolved by reading, never by writing
+  /// again: the server process that sent it is ended first, then the
+  /// leases are read. Throws pqxx's errors when the transaction failed
+  /// before any handler started (nothing written).
+  void transact(const std::vector<transactional_run*>& runs,
+                std::chrono::milliseconds lock_timeout);
 
   /// Registers a callback id for job `job_id` while run `lease` of this
   /// worker holds it, timing out `timeout` from now, in a transaction of
@@ -279,6 +320,25 @@ private:
   std::vector<finish_report> finish_in(pqxx::transaction_base& tx,
                                        const std::vector<job_outcome>& outcomes,
                                        bool rows_only = false);
+
+  /// transact()'s parts. While a group's transaction is open: which run's
+  /// handler runs on the connection (a stopped run cancels only its own
+  /// statement).
+  struct group_cancel;
+  /// Takes the leases of `runs` (materializing lane jobs): the ids held.
+  std::set<int64_t> take_leases(pqxx::work& tx,
+                                const std::vector<transactional_run*>& runs);
+  /// Runs `r`'s handler in a savepoint of `tx`: true when its outcome (or
+  /// its failure) is to commit, false when `r` is settled otherwise
+  /// (result, or again). Throws when the transaction is lost.
+  bool run_in_savepoint(pqxx::work& tx, transactional_run& r,
+                        std::chrono::steady_clock::time_point started,
+                        group_cancel& guard,
+                        const std::vector<transactional_run*>& runs);
+  /// Records the outcomes of `ran` and commits; a COMMIT whose reply is
+  /// lost is resolved by reading.
+  void commit_group(pqxx::work& tx, const std::vector<transactional_run*>& ran,
+                    group_cancel& guard);
 
   /// After a transactional handler's COMMIT got no reply: ends the server
   /// process that sent it (`pid`, started at `started`), then reads whether

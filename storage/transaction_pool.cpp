@@ -5,15 +5,39 @@
 
 #include <pqxx/except>
 
+#include "actor_worker/config/defaults.hpp"
+
 namespace aw::storage {
+
+/// A run waiting for, or in, a transaction of the pool. Shared: the group
+/// that took it along reads it after its owner may have stopped waiting.
+struct transaction_pool::request {
+  enum class state {
+    waiting,   // on waiting_, for a connection or a group
+    taken,     // in a group, its handler not started
+    started,   // its handler started (may_start said so)
+    done,      // result (or error) set
+    withdrawn, // its owner stopped waiting before the handler started
+  };
+  transactional_run run;
+  int64_t deadline_ms = 0;
+  std::chrono::steady_clock::time_point started;
+  state st = state::waiting;
+  /// In a transaction of its own (after a lock wait in a group).
+  bool alone = false;
+  /// The database's error, when the transaction failed before any handler
+  /// of it started.
+  std::exception_ptr error;
+};
 
 transaction_pool::transaction_pool(job_store_options opts,
                                    std::vector<std::string> observed_kinds,
                                    follow_up_function follow_ups, int size,
-                                   std::chrono::milliseconds limit)
+                                   std::chrono::milliseconds limit,
+                                   std::map<std::string, int> groups)
   : opts_(std::move(opts)), observed_kinds_(std::move(observed_kinds)),
     follow_ups_(std::move(follow_ups)), size_(std::max(size, 1)),
-    limit_(limit) {
+    limit_(limit), groups_(std::move(groups)) {
   // nop
 }
 
@@ -32,6 +56,23 @@ transaction_pool::limit_for(int64_t deadline_ms,
   return std::max(limit, milliseconds{1});
 }
 
+std::unique_ptr<job_store> transaction_pool::make_store() const {
+  auto store = std::make_unique<job_store>(opts_);
+  store->observe(observed_kinds_);
+  store->set_follow_ups(follow_ups_);
+  return store;
+}
+
+std::unique_ptr<job_store> transaction_pool::take_idle() {
+  if (!idle_.empty()) {
+    auto store = std::move(idle_.back());
+    idle_.pop_back();
+    return store;
+  }
+  ++made_;
+  return nullptr;
+}
+
 std::unique_ptr<job_store>
 transaction_pool::lend(const cancellation_token& cancel) {
   std::unique_ptr<job_store> store;
@@ -43,42 +84,15 @@ transaction_pool::lend(const cancellation_token& cancel) {
       // The token has no waiting of its own to join: look again often.
       freed_.wait_for(guard, std::chrono::milliseconds{20});
     }
-    if (!idle_.empty()) {
-      store = std::move(idle_.back());
-      idle_.pop_back();
-      return store;
-    }
-    ++made_;
+    store = take_idle();
   }
-  store = std::make_unique<job_store>(opts_);
-  store->observe(observed_kinds_);
-  store->set_follow_ups(follow_ups_);
-  return store;
+  return store ? std::move(store) : make_store();
 }
 
-template <class F>
-auto transaction_pool::on_store(std::unique_ptr<job_store> store, F fn) {
-  auto give_back = [&] {
-    std::lock_guard<std::mutex> guard{mtx_};
-    idle_.push_back(std::move(store));
-    freed_.notify_one();
-  };
-  try {
-    auto out = fn(*store);
-    give_back();
-    return out;
-  } catch (const pqxx::broken_connection&) {
-    store->disconnect();
-    give_back();
-    throw;
-  } catch (const pqxx::in_doubt_error&) {
-    store->disconnect();
-    give_back();
-    throw;
-  } catch (...) {
-    give_back();
-    throw;
-  }
+void transaction_pool::give_back(std::unique_ptr<job_store> store) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  idle_.push_back(std::move(store));
+  freed_.notify_all();
 }
 
 namespace {
@@ -92,23 +106,152 @@ std::string stopped_waiting(const cancellation_token& cancel, int size) {
 
 } // namespace
 
+std::vector<transaction_pool::request_ptr>
+transaction_pool::take_group(const request_ptr& own) {
+  auto& queue = waiting_[own->run.job.queue];
+  queue.erase(std::find(queue.begin(), queue.end(), own));
+  std::vector<request_ptr> group{own};
+  auto size = groups_.find(own->run.job.queue);
+  size_t max = size == groups_.end() ? 1 : static_cast<size_t>(size->second);
+  max = std::min(max, static_cast<size_t>(defaults::max_transactional_group));
+  if (!own->alone)
+    for (auto i = queue.begin(); i != queue.end() && group.size() < max;) {
+      if ((*i)->alone) {
+        ++i;
+        continue;
+      }
+      group.push_back(*i);
+      i = queue.erase(i);
+    }
+  for (auto& r : group)
+    r->st = request::state::taken;
+  return group;
+}
+
+void transaction_pool::run_group(std::unique_ptr<job_store> store,
+                                 const std::vector<request_ptr>& group) {
+  std::vector<transactional_run*> runs;
+  auto now = std::chrono::steady_clock::now();
+  for (auto& r : group) {
+    r->run.limit = limit_for(r->deadline_ms,
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                               now - r->started));
+    // The group asks before it starts a handler: a run whose owner
+    // stopped waiting meanwhile is left alone.
+    r->run.may_start = [this, w = std::weak_ptr<request>{r}] {
+      auto r = w.lock();
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (!r || r->st == request::state::withdrawn)
+        return false;
+      r->st = request::state::started;
+      return true;
+    };
+    runs.push_back(&r->run);
+  }
+  std::exception_ptr error;
+  try {
+    if (!store)
+      store = make_store();
+    store->transact(runs, defaults::transactional_group_lock_timeout);
+  } catch (...) {
+    error = std::current_exception();
+    try {
+      throw;
+    } catch (const pqxx::broken_connection&) {
+      store->disconnect();
+    } catch (const pqxx::in_doubt_error&) {
+      store->disconnect();
+    } catch (...) {
+      // the connection stands
+    }
+  }
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (store)
+    idle_.push_back(std::move(store));
+  else
+    --made_; // it could not be made
+  for (auto& r : group) {
+    r->run.may_start = nullptr;
+    if (r->st == request::state::withdrawn)
+      continue;
+    if (error) {
+      r->error = error;
+      r->st = request::state::done;
+    } else if (r->run.again) {
+      // Charged nothing, its handler's writes (if any) rolled back: it
+      // waits at the front for another transaction.
+      r->alone = r->run.alone;
+      r->run.again = false;
+      r->run.alone = false;
+      r->run.handler_ran = false;
+      r->run.result = {};
+      r->st = request::state::waiting;
+      waiting_[r->run.job.queue].push_front(r);
+    } else {
+      r->st = request::state::done;
+    }
+  }
+  freed_.notify_all();
+}
+
 job_outcome
 transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
                            std::chrono::steady_clock::time_point started,
                            const cancellation_token& cancel,
-                           const job_store::transactional_body& body) {
-  auto store = lend(cancel);
-  if (!store) {
-    job_outcome out = job;
-    out.kind = outcome_kind::retryable_failure;
-    out.message = stopped_waiting(cancel, size_);
-    return out;
+                           const transactional_body& body) {
+  auto req = std::make_shared<request>();
+  req->run.job = job;
+  req->run.cancel = cancel;
+  req->run.body = &body;
+  req->deadline_ms = deadline_ms;
+  req->started = started;
+  std::unique_lock<std::mutex> guard{mtx_};
+  waiting_[job.queue].push_back(req);
+  for (;;) {
+    switch (req->st) {
+      case request::state::done:
+        if (req->error)
+          std::rethrow_exception(req->error);
+        return std::move(req->run.result);
+      case request::state::waiting:
+        if (cancel.cancelled()) {
+          auto& queue = waiting_[job.queue];
+          queue.erase(std::find(queue.begin(), queue.end(), req));
+          job_outcome out = job;
+          out.kind = outcome_kind::retryable_failure;
+          out.message = stopped_waiting(cancel, size_);
+          return out;
+        }
+        if (!idle_.empty() || made_ < size_) {
+          // A connection is free: this run's transaction, with the runs
+          // of its queue waiting behind it.
+          auto group = take_group(req);
+          auto store = take_idle();
+          guard.unlock();
+          run_group(std::move(store), group);
+          guard.lock();
+          continue;
+        }
+        break;
+      case request::state::taken:
+        if (cancel.cancelled()) {
+          // In a group that has not started its handler: it never will.
+          req->st = request::state::withdrawn;
+          job_outcome out = job;
+          out.kind = outcome_kind::retryable_failure;
+          out.message = "the run was stopped (" + cancel.reason()
+                        + ") while it waited for the other runs of its "
+                          "transaction";
+          return out;
+        }
+        break;
+      case request::state::started:
+      case request::state::withdrawn:
+        break;
+    }
+    // The token has no waiting of its own to join: look again often.
+    freed_.wait_for(guard, std::chrono::milliseconds{20});
   }
-  return on_store(std::move(store), [&](job_store& s) {
-    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - started);
-    return s.transact(job, limit_for(deadline_ms, elapsed), cancel, body);
-  });
 }
 
 std::optional<std::string>
@@ -119,9 +262,22 @@ transaction_pool::register_callback(int64_t job_id, int64_t lease,
   if (!store)
     throw std::runtime_error("registering a callback id: "
                              + stopped_waiting(cancel, size_));
-  return on_store(std::move(store), [&](job_store& s) {
-    return s.register_callback(job_id, lease, timeout);
-  });
+  try {
+    auto id = store->register_callback(job_id, lease, timeout);
+    give_back(std::move(store));
+    return id;
+  } catch (const pqxx::broken_connection&) {
+    store->disconnect();
+    give_back(std::move(store));
+    throw;
+  } catch (const pqxx::in_doubt_error&) {
+    store->disconnect();
+    give_back(std::move(store));
+    throw;
+  } catch (...) {
+    give_back(std::move(store));
+    throw;
+  }
 }
 
 } // namespace aw::storage

@@ -1,13 +1,17 @@
 #pragma once
 // The connections of transactional handlers (app/registry.hpp,
 // add_transactional): a handler's SQL and its job's outcome commit in one
-// transaction on one of them (job_store::transact). They are apart from the
-// storage actors' connections, so a slow handler transaction never holds up
-// a claim, an outcome or a heartbeat of other jobs; at most `size` such
-// transactions are open at once per database, and a run waits its turn.
+// transaction on one of them (job_store::transact), shared with other runs
+// of its queue that wait at the same time (transactional_group). They are
+// apart from the storage actors' connections, so a slow handler
+// transaction never holds up a claim, an outcome or a heartbeat of other
+// jobs; at most `size` such transactions are open at once per database,
+// and a run waits its turn.
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,7 +23,10 @@
 namespace aw::storage {
 
 /// At most `size` connections for transactional handlers of one database,
-/// opened on first use and kept.
+/// opened on first use and kept. Runs of one queue that wait for them are
+/// grouped: the run that gets a connection takes the queue's other waiting
+/// runs along (up to its transactional_group), and their handlers share
+/// one transaction and one commit (job_store::transact).
 class transaction_pool {
 public:
   /// Connections for `opts` (the database and the worker's identity, as
@@ -27,28 +34,33 @@ public:
   /// `observed_kinds` with their transitions and insert the `follow_ups`
   /// of those transitions. `limit`: the longest a transaction may stay
   /// open (database.transaction_timeout), further bounded by what is left
-  /// of the job's deadline and lease.
+  /// of the jobs' deadlines and leases. `groups`: each queue's
+  /// transactional_group (a queue not named: 1).
   transaction_pool(job_store_options opts,
                    std::vector<std::string> observed_kinds,
                    follow_up_function follow_ups, int size,
-                   std::chrono::milliseconds limit);
+                   std::chrono::milliseconds limit,
+                   std::map<std::string, int> groups = {});
   ~transaction_pool();
 
   transaction_pool(const transaction_pool&) = delete;
   transaction_pool& operator=(const transaction_pool&) = delete;
 
-  /// job_store::transact on a connection of the pool, waiting for a free
-  /// one until `cancel` fires (then a retryable failure that says so,
-  /// recorded the usual way). The transaction's limit is the pool's,
-  /// shortened to what is left of the run's deadline (`deadline_ms` from
-  /// `started`; 0 = none) and to the part of the lease a heartbeat round
-  /// cannot miss (reclaim_window - 2 x heartbeat_interval). A broken
-  /// connection is dropped (the next run reconnects) and its error
-  /// rethrown.
+  /// Runs `body`, the transactional part of `job`'s handler, in a
+  /// transaction of the pool (job_store::transact), alone or with other
+  /// runs of its queue, and returns its outcome (transactional_run::result).
+  /// Waits for a connection (or for the group that took the run along)
+  /// until `cancel` fires: then, unless its handler started, a retryable
+  /// failure that says so, recorded the usual way. Each transaction's
+  /// limit is the pool's, shortened to what is left of its runs' deadlines
+  /// (`deadline_ms` from `started`; 0 = none) and to the part of the lease
+  /// a heartbeat round cannot miss (lease_for()). A broken connection is
+  /// dropped (the next run reconnects). Throws what the database threw
+  /// when the transaction failed before any handler of it started.
   job_outcome transact(const job_outcome& job, int64_t deadline_ms,
                        std::chrono::steady_clock::time_point started,
                        const cancellation_token& cancel,
-                       const job_store::transactional_body& body);
+                       const transactional_body& body);
 
   /// job_store::register_callback on a connection of the pool (waiting
   /// for a free one until `cancel` fires: then it throws, saying so): the
@@ -69,26 +81,46 @@ public:
                                       std::chrono::milliseconds elapsed) const;
 
 private:
+  struct request;
+  using request_ptr = std::shared_ptr<request>;
+
   /// A connection of the pool, waiting for a free one until `cancel`
   /// fires (then none).
   std::unique_ptr<job_store> lend(const cancellation_token& cancel);
 
-  /// Runs `fn` on a lent connection and gives it back; a connection that
-  /// broke (or lost a COMMIT's reply) is dropped first.
-  template <class F>
-  auto on_store(std::unique_ptr<job_store> store, F fn);
+  /// A connection not lent out, or (none) the right to make one; call
+  /// with mtx_ held and a connection free.
+  std::unique_ptr<job_store> take_idle();
+
+  /// A new connection of the pool.
+  std::unique_ptr<job_store> make_store() const;
+
+  /// Gives a lent connection back (dropped first when it broke).
+  void give_back(std::unique_ptr<job_store> store);
+
+  /// `own` and up to its queue's group size - 1 runs waiting behind it
+  /// (none when either runs alone), taken off the queue; mtx_ held.
+  std::vector<request_ptr> take_group(const request_ptr& own);
+
+  /// Runs `group` in one transaction on `store` (a new connection if
+  /// none), then settles each run: done, or queued again.
+  void run_group(std::unique_ptr<job_store> store,
+                 const std::vector<request_ptr>& group);
 
   job_store_options opts_;
   std::vector<std::string> observed_kinds_;
   follow_up_function follow_ups_;
   int size_;
   std::chrono::milliseconds limit_;
+  std::map<std::string, int> groups_;
   std::mutex mtx_;
   std::condition_variable freed_;
   /// Connections not lent out.
   std::vector<std::unique_ptr<job_store>> idle_;
   /// Connections made so far (idle or lent).
   int made_ = 0;
+  /// Runs waiting for a transaction, by queue, oldest first.
+  std::map<std::string, std::deque<request_ptr>> waiting_;
 };
 
 } // namespace aw::storage

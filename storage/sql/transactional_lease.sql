@@ -1,16 +1,20 @@
--- A transactional handler's transaction (job_store::transact) holds its
--- run's lease: job $2 is still a running row of batch $3 of worker $1 (a
--- lane job was made one by actor_worker_materialize just before), and no
--- rescue took the batch back. The row lock keeps everything else that
--- would finish or move the job (a release, a rescue, an outcome recorded
--- the usual way) waiting until this transaction ends; they then find the
--- row finished, or still running if it rolled back. FOR KEY SHARE of the
--- batch makes a rescue (FOR UPDATE SKIP LOCKED) pass it by, as while an
--- outcome commits. A row while the lease holds.
+-- A transactional group's transaction (job_store::transact_group) holds its
+-- runs' leases: each job $2[i] is still a running row of batch $3[i] of
+-- worker $1 (lane jobs were made such rows by actor_worker_materialize just
+-- before), and no rescue took the batch back. Returns the ids it holds. The
+-- row locks keep everything else that would finish or move those jobs (a
+-- release, a rescue, an outcome recorded the usual way) waiting until this
+-- transaction ends; they then find the rows finished, or still running if
+-- it rolled back. FOR KEY SHARE of the batches makes a rescue (FOR UPDATE
+-- SKIP LOCKED) pass them by, as while an outcome commits. `j.id = ANY`
+-- finds the rows by the id index of each partition; id order locks them in
+-- one order whatever the group.
 SELECT j.id
-  FROM jobs_in AS j
+  FROM unnest($2::bigint[], $3::bigint[]) AS u(id, batch)
+  JOIN jobs_in AS j ON j.id = u.id AND j.batch_id = u.batch
   JOIN job_batches AS b ON b.id = j.batch_id
- WHERE j.id = $2 AND j.batch_id = $3 AND j.state = 'running'
+ WHERE j.id = ANY ($2::bigint[]) AND j.state = 'running'
    AND b.worker = $1 AND b.rescued_at IS NULL
+ ORDER BY j.id
    FOR NO KEY UPDATE OF j
    FOR KEY SHARE OF b

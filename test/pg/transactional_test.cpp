@@ -35,7 +35,7 @@ using json = nlohmann::json;
 /// The handlers' effect: one row per committed run.
 void create_effects(aw::test::fresh_database& db) {
   db.exec("CREATE TABLE effects (job_id bigint NOT NULL, attempt int NOT NULL, "
-          "note text)");
+          "note text, tx bigint NOT NULL DEFAULT txid_current())");
 }
 
 /// Inserts the run's effect in `tx`.
@@ -57,6 +57,23 @@ std::vector<int64_t> enqueue_n(const aw::test::fresh_database& db,
     requests.push_back({kind, args, {}});
   }
   return aw::test::enqueue_all(db, requests);
+}
+
+/// `cfg` with queue `default` running transactional runs in groups of up
+/// to `group`, on `pool` connections (fewer than the concurrency, so runs
+/// wait for them and go together).
+aw::runtime_config grouped(aw::runtime_config cfg, int group, int pool) {
+  for (auto& q : cfg.queues)
+    q.transactional_group = group;
+  cfg.database.transactional_pool_size = pool;
+  return cfg;
+}
+
+/// How many transactions committed the effects (each row names its
+/// top-level transaction; a savepoint's rows have an xmin of their own):
+/// fewer than the effects when runs shared commits.
+int64_t effect_commits(aw::test::db_session& s) {
+  return s.scalar("SELECT count(DISTINCT tx) FROM effects");
 }
 
 /// A fresh database with the effects table, a session on it, a registry.
@@ -423,6 +440,149 @@ BOOST_AUTO_TEST_CASE(a_commit_cut_off_is_resolved_by_reading) {
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects AS e JOIN jobs_live AS j "
                       "ON j.id = e.job_id AND j.attempt = e.attempt")
              == n);
+}
+
+BOOST_AUTO_TEST_CASE(runs_of_a_group_share_one_commit) {
+  reg->add_transactional<json>(
+    "pay", [](const json& args, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx, std::to_string(args.at("i").get<int>()));
+    });
+  const int n = 400;
+  {
+    aw::test::worker_node node{grouped(db.config(32), 16, 2), reg};
+    enqueue_n(db, "pay", n);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == n;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects AS e JOIN jobs AS j "
+                      "ON j.id = e.job_id AND j.state = 'completed' "
+                      "AND j.attempt = e.attempt AND j.args->>'i' = e.note")
+             == n);
+  // Each effect committed with its job's completion, and runs shared
+  // those commits: the completions are rows of the same transactions.
+  auto commits = effect_commits(s);
+  BOOST_TEST_MESSAGE(n << " runs in " << commits << " commits");
+  BOOST_TEST(commits < n / 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_group_of_one_commits_each_run_alone) {
+  reg->add_transactional<json>(
+    "pay", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+    });
+  const int n = 60;
+  {
+    aw::test::worker_node node{grouped(db.config(16), 1, 2), reg};
+    enqueue_n(db, "pay", n);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == n;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
+  BOOST_TEST(effect_commits(s) == n);
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_in_a_group_rolls_back_only_its_own_run) {
+  // Runs fail their first attempt three ways: a throw, a statement that
+  // fails through exec_params (rolled back to its savepoint), and one
+  // through exec (libpqxx then rolls the whole transaction back, and the
+  // group's other runs go again, uncharged). Every other run completes on
+  // its first attempt, charged nothing.
+  reg->add_transactional<json>(
+    "mixed", [](const json& args, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+      auto i = args.at("i").get<int>();
+      if (ctx.attempt > 1 || i % 10 != 0)
+        return;
+      if (i % 30 == 0)
+        throw std::runtime_error("the bank said no");
+      if (i % 30 == 10)
+        tx.exec_params("SELECT 1 / $1::int", 0);
+      else
+        tx.exec("SELECT * FROM no_such_table");
+    });
+  const int n = 300;
+  {
+    aw::test::worker_node node{grouped(db.config(32), 16, 2), reg};
+    enqueue_n(db, "mixed", n);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        s.exec("UPDATE jobs_in SET run_at = now() WHERE state = 'scheduled'");
+        node.rt().wake();
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == n;
+      },
+      patience));
+  }
+  // One effect per job, of the run that completed it.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects AS e JOIN jobs AS j "
+                      "ON j.id = e.job_id AND j.attempt = e.attempt")
+             == n);
+  // Only the runs that failed were charged, and each says why.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE error_count > 0") == n / 10);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE error_count = 1 AND "
+                      "(args->>'i')::int % 10 = 0")
+             == n / 10);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE (args->>'i')::int % 30 "
+                      "= 0 AND last_error_message = 'the bank said no'")
+             == n / 30);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE (args->>'i')::int % 30 "
+                      "= 10 AND last_error_message LIKE '%division by zero%'")
+             == n / 30);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE (args->>'i')::int % 30 "
+                      "= 20 AND last_error_message LIKE '%no_such_table%'")
+             == n / 30);
+  BOOST_TEST(effect_commits(s) < n / 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_that_waits_for_a_lock_goes_on_alone) {
+  // Run 0 needs a row another session holds locked. In its group it gives
+  // up after the lock timeout and runs again alone, where it may wait;
+  // meanwhile the others complete. No run is charged.
+  db.exec("CREATE TABLE accounts (id int PRIMARY KEY, balance int)");
+  db.exec("INSERT INTO accounts VALUES (1, 0)");
+  reg->add_transactional<json>(
+    "credit", [](const json& args, const aw::job_context& ctx, pqxx::work& tx) {
+      if (args.at("i").get<int>() == 0)
+        tx.exec_params("UPDATE accounts SET balance = balance + 1 WHERE id = $1", 1);
+      write_effect(tx, ctx);
+    });
+  const int n = 40;
+  aw::test::db_session holder{db.url};
+  holder.exec("BEGIN");
+  holder.exec("SELECT * FROM accounts WHERE id = 1 FOR UPDATE");
+  {
+    aw::test::worker_node node{grouped(db.config(16), 16, 2), reg};
+    enqueue_n(db, "credit", n);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == n - 1;
+      },
+      patience));
+    BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'running' "
+                        "AND (args->>'i')::int = 0")
+               == 1);
+    holder.exec("COMMIT");
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == n;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT balance FROM accounts") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE error_count > 0") == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -224,6 +224,24 @@ BOOST_AUTO_TEST_CASE(bad_local_buffer_and_scheduler_values_name_the_key) {
   BOOST_TEST(contains(error_of("[scheduler]\nqueue = 1\n"), "unknown key"));
 }
 
+BOOST_AUTO_TEST_CASE(transactional_group_has_a_default_and_bounds) {
+  auto defaults = aw::parse_config("", "worker.toml");
+  BOOST_TEST(defaults.queues[0].transactional_group
+             == aw::defaults::transactional_group);
+  auto cfg = aw::parse_config("[queues.ledger]\ntransactional_group = 1\n"
+                              "[queues.mail]\ntransactional_group = 64\n",
+                              "worker.toml");
+  BOOST_REQUIRE_EQUAL(cfg.queues.size(), 2u);
+  for (auto& q : cfg.queues)
+    BOOST_TEST(q.transactional_group == (q.name == "ledger" ? 1 : 64));
+  auto zero = error_of("[queues.ledger]\ntransactional_group = 0\n");
+  BOOST_TEST(contains(zero, "worker.toml:2"), zero);
+  BOOST_TEST(contains(zero, "queues.ledger.transactional_group"), zero);
+  BOOST_TEST(contains(zero, "out of range [1, 64]"), zero);
+  auto big = error_of("[queues.ledger]\ntransactional_group = 65\n");
+  BOOST_TEST(contains(big, "out of range [1, 64]"), big);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_toml_names_file_and_line) {
   auto msg = error_of("[worker\nnode = 1\n");
   BOOST_TEST(contains(msg, "worker.toml:1"), msg);
