@@ -733,9 +733,15 @@ std::string ms_text(std::chrono::milliseconds d) {
 
 } // namespace
 
-/// While a group's transaction is open: the connection, and which run's
-/// handler runs on it now (a stopped run cancels only its own statement).
-struct job_store::group_cancel {
+/// While a group's transaction is open: when it started, its runs, whether
+/// a savepoint is open, the connection, and which run's handler runs on it
+/// now (a stopped run cancels only its own statement).
+struct job_store::group_state {
+  std::chrono::steady_clock::time_point started;
+  const std::vector<transactional_run*>* runs = nullptr;
+  /// A run's savepoint is open (released by the next one's start: one
+  /// round trip per run; the COMMIT releases the last).
+  bool savepoint = false;
   std::mutex mtx;
   pqxx::connection_base* conn = nullptr;
   size_t active = SIZE_MAX;
@@ -776,10 +782,12 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
   // statement of its handler runs has that statement cancelled, so it
   // rolls back now, not at its limit. The guard ends that once the
   // transaction is over: the connection goes on to other runs.
-  auto guard = std::make_shared<group_cancel>();
+  auto guard = std::make_shared<group_state>();
+  guard->started = started;
+  guard->runs = &runs;
   guard->conn = conn_.get();
   struct disarm {
-    std::shared_ptr<group_cancel> g;
+    std::shared_ptr<group_state> g;
     ~disarm() {
       g->disarm();
     }
@@ -808,7 +816,7 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
   size_t next = 0;
   try {
     for (; next < live.size(); ++next)
-      if (run_in_savepoint(tx, *live[next], started, *guard, runs))
+      if (run_in_savepoint(tx, *live[next], *guard))
         ran.push_back(live[next]);
   } catch (const transaction_closed& closed) {
     // The run whose statement failed is charged for it, recorded the usual
@@ -851,9 +859,10 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
 }
 
 bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
-                                 std::chrono::steady_clock::time_point started,
-                                 group_cancel& guard,
-                                 const std::vector<transactional_run*>& runs) {
+                                 group_state& group) {
+  auto started = group.started;
+  const auto& runs = *group.runs;
+  auto& guard = group;
   if (r.may_start && !r.may_start())
     return false; // withdrawn by its owner: nothing of it runs
   if (r.cancel.cancelled()) {
@@ -867,7 +876,9 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
     r.again = true;
     return false;
   }
-  tx.exec0("SAVEPOINT aw_run");
+  tx.exec0(group.savepoint ? "RELEASE SAVEPOINT aw_run; SAVEPOINT aw_run"
+                           : "SAVEPOINT aw_run");
+  group.savepoint = true;
   size_t index = static_cast<size_t>(
     std::find(runs.begin(), runs.end(), &r) - runs.begin());
   guard.set_active(index);
@@ -885,7 +896,9 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
   bool keep = !failure && !r.cancel.cancelled()
               && std::chrono::steady_clock::now() - started <= r.limit;
   try {
-    tx.exec0(keep ? "RELEASE SAVEPOINT aw_run" : "ROLLBACK TO SAVEPOINT aw_run");
+    // A run kept stays in its savepoint until the next one starts.
+    if (!keep)
+      tx.exec0("ROLLBACK TO SAVEPOINT aw_run");
   } catch (const pqxx::usage_error&) {
     if (!failure)
       throw;
@@ -949,7 +962,7 @@ job_store::take_leases(pqxx::work& tx, const std::vector<transactional_run*>& ru
 
 void job_store::commit_group(pqxx::work& tx,
                              const std::vector<transactional_run*>& ran,
-                             group_cancel& guard) {
+                             group_state& guard) {
   std::vector<job_outcome> outcomes;
   outcomes.reserve(ran.size());
   for (auto* r : ran)

@@ -321,10 +321,8 @@ private:
                                        const std::vector<job_outcome>& outcomes,
                                        bool rows_only = false);
 
-  /// transact()'s parts. While a group's transaction is open: which run's
-  /// handler runs on the connection (a stopped run cancels only its own
-  /// statement).
-  struct group_cancel;
+  /// transact()'s parts. A group's transaction while it is open.
+  struct group_state;
   /// Takes the leases of `runs` (materializing lane jobs): the ids held.
   std::set<int64_t> take_leases(pqxx::work& tx,
                                 const std::vector<transactional_run*>& runs);
@@ -332,13 +330,11 @@ private:
   /// its failure) is to commit, false when `r` is settled otherwise
   /// (result, or again). Throws when the transaction is lost.
   bool run_in_savepoint(pqxx::work& tx, transactional_run& r,
-                        std::chrono::steady_clock::time_point started,
-                        group_cancel& guard,
-                        const std::vector<transactional_run*>& runs);
+                        group_state& group);
   /// Records the outcomes of `ran` and commits; a COMMIT whose reply is
   /// lost is resolved by reading.
   void commit_group(pqxx::work& tx, const std::vector<transactional_run*>& ran,
-                    group_cancel& guard);
+                    group_state& group);
 
   /// After a transactional handler's COMMIT got no reply: ends the server
   /// process that sent it (`pid`, started at `started`), then reads whether
