@@ -127,6 +127,8 @@ std::string to_text_array_literal(const std::vector<std::string>& items) {
 
 void job_store::observe(const std::vector<std::string>& kinds) {
   observed_kinds_ = to_text_array_literal(kinds);
+  observed_.clear();
+  observed_.insert(kinds.begin(), kinds.end());
 }
 
 void job_store::serve(const std::vector<std::string>& kinds) {
@@ -182,6 +184,7 @@ const std::unordered_map<std::string_view, const char*>& statements() {
     {"aw_queue_controls_apply", sql::queue_controls_apply},
     {"aw_transactional_limits", sql::transactional_limits},
     {"aw_transactional_lease", sql::transactional_lease},
+    {"aw_transactional_lane_lease", sql::transactional_lane_lease},
     {"aw_transactional_held", sql::transactional_held},
     {"aw_transactional_terminate", sql::transactional_terminate},
     {"aw_backend_start", sql::backend_start},
@@ -451,16 +454,12 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
 
 std::vector<finish_report>
 job_store::finish_in(pqxx::transaction_base& tx,
-                     const std::vector<job_outcome>& outcomes,
-                     bool rows_only) {
+                     const std::vector<job_outcome>& outcomes) {
   std::vector<finish_report> reports(outcomes.size());
   auto fire = [&](size_t i, event_type type, std::string json) {
     reports[i].result = finish_result::applied;
     reports[i].event = transition_event(type, std::move(json), outcomes[i]);
     reports[i].has_event = true;
-  };
-  auto on_lane = [rows_only](int64_t lease) {
-    return !rows_only && storage::on_lane(lease);
   };
   const auto& me = opts_.worker_id;
   bool deleting = opts_.completed_retention.count() == 0;
@@ -795,8 +794,12 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
   for (size_t i = 0; i < runs.size(); ++i)
     runs[i]->cancel.on_cancel([guard, i](const std::string&) { guard->cancel(i); });
   auto limit = runs.front()->limit;
-  for (auto* r : runs)
+  for (auto* r : runs) {
     limit = std::min(limit, r->limit);
+    // A lane completion returns its row (for the hooks and follow-ups)
+    // when its kind is observed, as on the batched path.
+    r->job.observed = r->job.observed || observed_.count(r->job.job_kind) > 0;
+  }
   pqxx::work tx(*conn_, "aw_transactional");
   run(tx, "aw_transactional_limits", ms_text(limit),
       runs.size() > 1 && lock_timeout.count() > 0 ? ms_text(lock_timeout)
@@ -941,22 +944,23 @@ job_store::take_leases(pqxx::work& tx, const std::vector<transactional_run*>& ru
   const auto& me = opts_.worker_id;
   std::vector<int64_t> ids, leases, lane_ids, lane_leases;
   for (auto* r : runs) {
-    ids.push_back(r->job.job_id);
-    leases.push_back(r->job.lease);
-    if (on_lane(r->job.lease)) {
-      lane_ids.push_back(r->job.job_id);
-      lane_leases.push_back(r->job.lease);
-    }
+    bool lane = on_lane(r->job.lease);
+    (lane ? lane_ids : ids).push_back(r->job.job_id);
+    (lane ? lane_leases : leases).push_back(r->job.lease);
   }
-  // Lane jobs become running rows of their batch first (those their batch
-  // still holds), then every row is locked under its lease.
-  if (!lane_ids.empty())
-    run(tx, "aw_materialize", me, to_array_literal(lane_leases),
-        to_array_literal(lane_ids));
+  // Lane jobs stay on their lane, locked (a completion is a receipt at the
+  // commit, as on the batched path); row-claimed jobs are locked as the
+  // running rows they are.
   std::set<int64_t> held;
-  for (const auto& row : run(tx, "aw_transactional_lease", me,
-                             to_array_literal(ids), to_array_literal(leases)))
-    held.insert(row[0].as<int64_t>());
+  if (!lane_ids.empty())
+    for (const auto& row : run(tx, "aw_transactional_lane_lease", me,
+                               to_array_literal(lane_leases),
+                               to_array_literal(lane_ids)))
+      held.insert(row[0].as<int64_t>());
+  if (!ids.empty())
+    for (const auto& row : run(tx, "aw_transactional_lease", me,
+                               to_array_literal(ids), to_array_literal(leases)))
+      held.insert(row[0].as<int64_t>());
   return held;
 }
 
@@ -969,7 +973,7 @@ void job_store::commit_group(pqxx::work& tx,
     outcomes.push_back(r->result);
   std::vector<finish_report> reports;
   try {
-    reports = finish_in(tx, outcomes, true);
+    reports = finish_in(tx, outcomes);
   } catch (...) {
     auto e = std::current_exception();
     if (connection_lost(e)) {

@@ -314,12 +314,9 @@ private:
   pqxx::result run(pqxx::transaction_base& tx, const char* name,
                    Args&&... args);
 
-  /// finish()'s work, in `tx` (not committed). `rows_only`: every job is
-  /// a running row of its batch already, lane leases included (a
-  /// transactional handler's transaction made it one).
+  /// finish()'s work, in `tx` (not committed).
   std::vector<finish_report> finish_in(pqxx::transaction_base& tx,
-                                       const std::vector<job_outcome>& outcomes,
-                                       bool rows_only = false);
+                                       const std::vector<job_outcome>& outcomes);
 
   /// transact()'s parts. A group's transaction while it is open.
   struct group_state;
@@ -360,6 +357,8 @@ private:
   job_store_options opts_;
   /// Text array literal of the observed kinds ("{}" for none).
   std::string observed_kinds_ = "{}";
+  /// The same kinds, to look up.
+  std::set<std::string> observed_;
   /// Text array literal of the served kinds; "" for every kind.
   std::string served_kinds_;
   follow_up_function follow_ups_;

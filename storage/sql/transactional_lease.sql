@@ -1,7 +1,7 @@
--- A transactional group's transaction (job_store::transact_group) holds its
--- runs' leases: each job $2[i] is still a running row of batch $3[i] of
--- worker $1 (lane jobs were made such rows by actor_worker_materialize just
--- before), and no rescue took the batch back. Returns the ids it holds. The
+-- A transactional group's transaction (job_store::transact) holds the
+-- leases of its row-claimed jobs: each job $2[i] is still a running row of
+-- batch $3[i] of worker $1, and no rescue took the batch back (lane jobs:
+-- transactional_lane_lease.sql). Returns the ids it holds. The
 -- row locks keep everything else that would finish or move those jobs (a
 -- release, a rescue, an outcome recorded the usual way) waiting until this
 -- transaction ends; they then find the rows finished, or still running if

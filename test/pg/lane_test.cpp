@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <regex>
 #include <set>
@@ -1051,6 +1052,65 @@ BOOST_AUTO_TEST_CASE(the_ring_empties_a_slot_and_keeps_every_row_still_needed) {
   for (auto& r : store.finish(finishing))
     BOOST_TEST((r.result == aw::finish_result::applied));
   BOOST_TEST(store.claim("default", 10).jobs.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(a_transactional_group_completes_lane_jobs_by_receipt_and_a_release_waits_for_it) {
+  // A transactional group holds its lane jobs' rows locked, writes nothing
+  // to them, and completes them by a receipt at its commit. A release of
+  // the same job (shutdown, an executor giving up on the run) waits for
+  // that commit and then finds the receipt: it moves nothing. (Read in one
+  // statement, the release's receipt check used a snapshot from before its
+  // wait and put the completed job back.)
+  aw::test::fresh_database db;
+  auto ids = enqueue_n(db, 3);
+  auto storage = make_store(db, "w1");
+  auto claimed = storage.claim("default", 10).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  BOOST_REQUIRE(claimed.front().lease % 2 == 1); // a lane batch
+  aw::test::db_session s{db.url};
+  auto wal_before = s.text("SELECT pg_current_wal_insert_lsn()::text");
+  std::promise<void> in_body;
+  std::promise<void> go;
+  auto go_on = go.get_future().share();
+  aw::storage::transactional_body body = [&](pqxx::work&) {
+    in_body.set_value();
+    go_on.wait();
+    return aw::job_outcome{};
+  };
+  aw::storage::transactional_run run;
+  run.job = outcome(claimed.front(), outcome_kind::completed);
+  run.job.job_kind = "noop";
+  run.job.queue = "default";
+  run.limit = 30s;
+  run.body = &body;
+  auto tx_store = make_store(db, "w1");
+  std::thread group([&] { tx_store.transact({&run}, 200ms); });
+  in_body.get_future().wait();
+  // The job is running, its row untouched (still on its lane).
+  BOOST_TEST(state_of(s, claimed.front().id) == "running");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE ready_xid = '0'") == 0);
+  auto released = std::async(std::launch::async, [&] {
+    return storage.release(std::vector<aw::claimed_job>{claimed.front()}, true);
+  });
+  BOOST_TEST((released.wait_for(500ms) == std::future_status::timeout));
+  go.set_value();
+  group.join();
+  BOOST_TEST((run.result.record == aw::outcome_record::committed));
+  BOOST_TEST((run.result.kind == outcome_kind::completed));
+  BOOST_TEST(released.get() == 0);
+  BOOST_TEST(state_of(s, claimed.front().id) == "completed");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE ready_xid = '0'") == 0);
+  // The other two finish the usual way; nothing ran twice.
+  std::vector<aw::job_outcome> rest;
+  for (size_t i = 1; i < claimed.size(); ++i)
+    rest.push_back(outcome(claimed[i], outcome_kind::completed));
+  for (auto& r : storage.finish(rest))
+    BOOST_TEST((r.result == aw::finish_result::applied));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 3);
+  BOOST_TEST_MESSAGE("WAL of the run: "
+                     << s.scalar("SELECT pg_current_wal_insert_lsn() - '"
+                                 + wal_before + "'::pg_lsn")
+                     << " B");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

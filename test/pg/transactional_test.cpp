@@ -256,11 +256,14 @@ BOOST_AUTO_TEST_CASE(the_part_before_runs_outside_the_transaction) {
   reg->add_transactional<json>(
     "ship",
     [&open_during_before, url](const json& args, const aw::job_context&) {
-      // The slow external call: no transaction of this worker is open.
+      // The slow external call: no transactional run's transaction of
+      // this worker is open (its last statement took the leases; other
+      // sessions, such as the storage actor's, may be between statements).
       aw::test::db_session probe{url};
       open_during_before = static_cast<int>(probe.scalar(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-        "current_database() AND state LIKE 'idle in transaction%'"));
+        "current_database() AND state LIKE 'idle in transaction%' "
+        "AND query LIKE '%transactional group%'"));
       return "tracking-" + std::to_string(args.at("i").get<int>());
     },
     [](const json&, const aw::job_context& ctx, std::string& tracking,
