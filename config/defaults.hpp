@@ -34,7 +34,7 @@ constexpr int transactional_pool_size = 8;
 /// round trips); sharing it is how PostgreSQL itself gets its throughput.
 /// 1: a transaction per run. Chosen from bench/transactional.sh
 /// (docs/transactional.md has the figures).
-constexpr int transactional_group = 16;
+constexpr int transactional_group = 32;
 
 /// The largest transactional_group. Each handler that writes in a group
 /// takes a subtransaction id, and PostgreSQL keeps at most 64 of one

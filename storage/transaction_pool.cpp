@@ -106,14 +106,31 @@ std::string stopped_waiting(const cancellation_token& cancel, int size) {
 
 } // namespace
 
+size_t transaction_pool::group_size(const std::string& queue) const {
+  auto size = groups_.find(queue);
+  size_t max = size == groups_.end() ? 1 : static_cast<size_t>(size->second);
+  return std::min(max, static_cast<size_t>(defaults::max_transactional_group));
+}
+
+bool transaction_pool::may_open(const request_ptr& own) const {
+  // While a group of the queue is open, the next one waits until it ends
+  // or a full group waits: runs that come meanwhile share a commit (group
+  // commit) instead of each taking a connection of its own, and the
+  // server does one transaction's work for many runs.
+  const auto& queue = own->run.job.queue;
+  auto open = open_groups_.find(queue);
+  if (own->alone || open == open_groups_.end() || open->second == 0)
+    return true;
+  auto waiting = waiting_.find(queue);
+  return waiting != waiting_.end() && waiting->second.size() >= group_size(queue);
+}
+
 std::vector<transaction_pool::request_ptr>
 transaction_pool::take_group(const request_ptr& own) {
   auto& queue = waiting_[own->run.job.queue];
   queue.erase(std::find(queue.begin(), queue.end(), own));
   std::vector<request_ptr> group{own};
-  auto size = groups_.find(own->run.job.queue);
-  size_t max = size == groups_.end() ? 1 : static_cast<size_t>(size->second);
-  max = std::min(max, static_cast<size_t>(defaults::max_transactional_group));
+  auto max = group_size(own->run.job.queue);
   if (!own->alone)
     for (auto i = queue.begin(); i != queue.end() && group.size() < max;) {
       if ((*i)->alone) {
@@ -125,12 +142,17 @@ transaction_pool::take_group(const request_ptr& own) {
     }
   for (auto& r : group)
     r->st = request::state::taken;
+  // A run alone (it waits for a lock) gathers nobody: it holds up no
+  // group of its queue.
+  if (!own->alone)
+    ++open_groups_[own->run.job.queue];
   return group;
 }
 
 void transaction_pool::run_group(std::unique_ptr<job_store> store,
                                  const std::vector<request_ptr>& group) {
   std::vector<transactional_run*> runs;
+  bool counted = !group.front()->alone; // (take_group counted it open)
   auto now = std::chrono::steady_clock::now();
   for (auto& r : group) {
     r->run.limit = limit_for(r->deadline_ms,
@@ -170,6 +192,8 @@ void transaction_pool::run_group(std::unique_ptr<job_store> store,
     idle_.push_back(std::move(store));
   else
     --made_; // it could not be made
+  if (counted)
+    --open_groups_[group.front()->run.job.queue];
   for (auto& r : group) {
     r->run.may_start = nullptr;
     if (r->st == request::state::withdrawn)
@@ -222,7 +246,7 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
           out.message = stopped_waiting(cancel, size_);
           return out;
         }
-        if (!idle_.empty() || made_ < size_) {
+        if ((!idle_.empty() || made_ < size_) && may_open(req)) {
           // A connection is free: this run's transaction, with the runs
           // of its queue waiting behind it.
           auto group = take_group(req);

@@ -23,10 +23,11 @@
 namespace aw::storage {
 
 /// At most `size` connections for transactional handlers of one database,
-/// opened on first use and kept. Runs of one queue that wait for them are
-/// grouped: the run that gets a connection takes the queue's other waiting
-/// runs along (up to its transactional_group), and their handlers share
-/// one transaction and one commit (job_store::transact).
+/// opened on first use and kept. Runs of one queue are grouped: the run
+/// that opens a transaction takes the queue's other waiting runs along (up
+/// to its transactional_group), and their handlers share one transaction
+/// and one commit (job_store::transact). While a group of the queue is
+/// open, the next opens when it ends or when a full group waits.
 class transaction_pool {
 public:
   /// Connections for `opts` (the database and the worker's identity, as
@@ -98,6 +99,14 @@ private:
   /// Gives a lent connection back (dropped first when it broke).
   void give_back(std::unique_ptr<job_store> store);
 
+  /// The transactional_group of `queue` (1 for a queue not named).
+  size_t group_size(const std::string& queue) const;
+
+  /// Whether `own` may open a transaction now (a connection being free):
+  /// when no group of its queue is open, when a full group waits, or when
+  /// it runs alone. mtx_ held.
+  bool may_open(const request_ptr& own) const;
+
   /// `own` and up to its queue's group size - 1 runs waiting behind it
   /// (none when either runs alone), taken off the queue; mtx_ held.
   std::vector<request_ptr> take_group(const request_ptr& own);
@@ -121,6 +130,8 @@ private:
   int made_ = 0;
   /// Runs waiting for a transaction, by queue, oldest first.
   std::map<std::string, std::deque<request_ptr>> waiting_;
+  /// Groups open now, by queue.
+  std::map<std::string, int> open_groups_;
 };
 
 } // namespace aw::storage

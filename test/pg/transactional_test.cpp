@@ -563,8 +563,13 @@ BOOST_AUTO_TEST_CASE(a_run_that_waits_for_a_lock_goes_on_alone) {
   aw::test::db_session holder{db.url};
   holder.exec("BEGIN");
   holder.exec("SELECT * FROM accounts WHERE id = 1 FOR UPDATE");
+  // A lease long enough for the wait (a transaction lasts at most what
+  // is left of its lease: reclaim_window - 2 x heartbeat_interval).
+  auto cfg = grouped(db.config(16), 16, 2);
+  cfg.worker.heartbeat_interval = 5s;
+  cfg.worker.reclaim_window = 60s;
   {
-    aw::test::worker_node node{grouped(db.config(16), 16, 2), reg};
+    aw::test::worker_node node{cfg, reg};
     enqueue_n(db, "credit", n);
     BOOST_REQUIRE(aw::test::wait_until(
       [&] {

@@ -27,8 +27,8 @@ DECLARE
   v_ids bigint[];  -- the jobs recorded
 BEGIN
   WITH live AS (
-    SELECT b.id, (SELECT x.claimed_at FROM job_batches AS x
-                   WHERE x.id = b.id LIMIT 1) AS claimed_at
+    SELECT b.id, b.to_id, (SELECT x.claimed_at FROM job_batches AS x
+                            WHERE x.id = b.id LIMIT 1) AS claimed_at
       FROM actor_worker_live_batches(p_worker, p_batches) AS b
   ), asked AS (
     SELECT u.batch, u.id >> 6 AS bucket,
@@ -53,12 +53,24 @@ BEGIN
   ), finished AS (
     -- b.id = ANY (p_batches) gives each slot's id index the few batches
     -- to look up: joined by batch id alone, the generic plan walked every
-    -- batch of the slot.
+    -- batch of the slot. Counting a batch's receipts reads all of them,
+    -- so it runs only for a batch whose last job (to_id: the claim handed
+    -- it out, and only what a claim handed out gets a receipt) a receipt
+    -- holds, this call's or an earlier one: a batch completed a few jobs
+    -- at a time (transactional groups) no longer counts on every call.
     UPDATE job_batches AS b SET finished_at = now()
       FROM (SELECT r.batch_id, sum(actor_worker_bit_count(r.mask)) AS n
               FROM receipts AS r GROUP BY r.batch_id) AS r
+      JOIN live AS l ON l.id = r.batch_id
      WHERE b.id = ANY (p_batches) AND b.id = r.batch_id AND b.finished_at IS NULL
-       AND actor_worker_batch_done(b.id) + r.n >= b.size
+       AND CASE WHEN EXISTS (SELECT 1 FROM receipts AS x
+                              WHERE x.batch_id = l.id AND x.bucket = l.to_id >> 6
+                                AND actor_worker_has_bit(x.mask, l.to_id))
+                  OR EXISTS (SELECT 1 FROM batch_receipts AS c
+                              WHERE c.batch_id = l.id AND c.bucket = l.to_id >> 6
+                                AND actor_worker_has_bit(c.mask, l.to_id))
+                THEN actor_worker_batch_done(b.id) + r.n >= b.size
+                ELSE false END
   )
   SELECT array_agg(x.id) INTO v_ids
     FROM receipts AS r, LATERAL actor_worker_bit_ids(r.bucket, r.mask) AS x(id);
