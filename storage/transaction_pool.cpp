@@ -113,13 +113,20 @@ size_t transaction_pool::group_size(const std::string& queue) const {
 }
 
 bool transaction_pool::may_open(const request_ptr& own) const {
-  // While a group of the queue is open, the next one waits until it ends
-  // or a full group waits: runs that come meanwhile share a commit (group
-  // commit) instead of each taking a connection of its own, and the
-  // server does one transaction's work for many runs.
+  // While a group of the queue is open, the next one waits until it ends,
+  // a full group waits, or the gathering time passed since the last one
+  // opened: runs that come meanwhile share a commit (group commit) instead
+  // of each taking a connection of its own, and the server does one
+  // transaction's work for many runs. The time bounds what a run waits
+  // behind a slow group (a handler that sleeps, a lock wait).
   const auto& queue = own->run.job.queue;
   auto open = open_groups_.find(queue);
   if (own->alone || open == open_groups_.end() || open->second == 0)
+    return true;
+  auto last = last_opened_.find(queue);
+  if (last != last_opened_.end()
+      && std::chrono::steady_clock::now() - last->second
+           >= defaults::transactional_group_gather)
     return true;
   auto waiting = waiting_.find(queue);
   return waiting != waiting_.end() && waiting->second.size() >= group_size(queue);
@@ -144,8 +151,10 @@ transaction_pool::take_group(const request_ptr& own) {
     r->st = request::state::taken;
   // A run alone (it waits for a lock) gathers nobody: it holds up no
   // group of its queue.
-  if (!own->alone)
+  if (!own->alone) {
     ++open_groups_[own->run.job.queue];
+    last_opened_[own->run.job.queue] = std::chrono::steady_clock::now();
+  }
   return group;
 }
 
@@ -246,7 +255,12 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
           out.message = stopped_waiting(cancel, size_);
           return out;
         }
-        if ((!idle_.empty() || made_ < size_) && may_open(req)) {
+        if (!idle_.empty() || made_ < size_) {
+          if (!may_open(req)) {
+            // Gathering: look again when the gathering time is over.
+            freed_.wait_for(guard, defaults::transactional_group_gather);
+            continue;
+          }
           // A connection is free: this run's transaction, with the runs
           // of its queue waiting behind it.
           auto group = take_group(req);

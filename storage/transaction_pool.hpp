@@ -27,7 +27,8 @@ namespace aw::storage {
 /// that opens a transaction takes the queue's other waiting runs along (up
 /// to its transactional_group), and their handlers share one transaction
 /// and one commit (job_store::transact). While a group of the queue is
-/// open, the next opens when it ends or when a full group waits.
+/// open, the next opens when it ends, when a full group waits, or
+/// defaults::transactional_group_gather after it opened.
 class transaction_pool {
 public:
   /// Connections for `opts` (the database and the worker's identity, as
@@ -103,8 +104,9 @@ private:
   size_t group_size(const std::string& queue) const;
 
   /// Whether `own` may open a transaction now (a connection being free):
-  /// when no group of its queue is open, when a full group waits, or when
-  /// it runs alone. mtx_ held.
+  /// when no group of its queue is open, a full group waits, the
+  /// gathering time passed since the last opened, or it runs alone. mtx_
+  /// held.
   bool may_open(const request_ptr& own) const;
 
   /// `own` and up to its queue's group size - 1 runs waiting behind it
@@ -132,6 +134,8 @@ private:
   std::map<std::string, std::deque<request_ptr>> waiting_;
   /// Groups open now, by queue.
   std::map<std::string, int> open_groups_;
+  /// When the last group of each queue opened.
+  std::map<std::string, std::chrono::steady_clock::time_point> last_opened_;
 };
 
 } // namespace aw::storage

@@ -86,6 +86,18 @@ struct tx_fixture {
     create_effects(db);
   }
 
+  /// Runs `n` jobs of `kind` on a worker with `cfg` until all completed.
+  void drain(const aw::runtime_config& cfg, const std::string& kind, int n) {
+    aw::test::worker_node node{cfg, reg};
+    enqueue_n(db, kind, n);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == n;
+      },
+      patience));
+  }
+
   /// Runs one job of `kind` on a worker with `cfg` until its first attempt
   /// failed; returns that attempt's error message.
   std::string first_failure(const aw::runtime_config& cfg,
@@ -451,16 +463,7 @@ BOOST_AUTO_TEST_CASE(runs_of_a_group_share_one_commit) {
       write_effect(tx, ctx, std::to_string(args.at("i").get<int>()));
     });
   const int n = 400;
-  {
-    aw::test::worker_node node{grouped(db.config(32), 16, 2), reg};
-    enqueue_n(db, "pay", n);
-    BOOST_REQUIRE(aw::test::wait_until(
-      [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
-               == n;
-      },
-      patience));
-  }
+  drain(grouped(db.config(32), 16, 2), "pay", n);
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects AS e JOIN jobs AS j "
                       "ON j.id = e.job_id AND j.state = 'completed' "
@@ -479,16 +482,7 @@ BOOST_AUTO_TEST_CASE(a_group_of_one_commits_each_run_alone) {
       write_effect(tx, ctx);
     });
   const int n = 60;
-  {
-    aw::test::worker_node node{grouped(db.config(16), 1, 2), reg};
-    enqueue_n(db, "pay", n);
-    BOOST_REQUIRE(aw::test::wait_until(
-      [&] {
-        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
-               == n;
-      },
-      patience));
-  }
+  drain(grouped(db.config(16), 1, 2), "pay", n);
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
   BOOST_TEST(effect_commits(s) == n);
 }
