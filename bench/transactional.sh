@@ -10,9 +10,8 @@
 # one throwaway PostgreSQL (initdb defaults, synchronous_commit = on), in
 # one run.
 #
-#   bench/transactional.sh                    # about 18 minutes (record_tx
-#                                             # drains ~150 jobs/s on 2 cores)
-#   TX_GROUP=1,8,32 bench/transactional.sh    # with transactional_group
+#   bench/transactional.sh                    # about 6 minutes
+#   TX_GROUP=1,32 bench/transactional.sh      # at each transactional_group
 #
 # Knobs: N (200000 batched jobs), N_TX (30000 transactional jobs: their
 # drain is slower, and the same few seconds of it measure as well),
