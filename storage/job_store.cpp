@@ -800,7 +800,11 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
     // when its kind is observed, as on the batched path.
     r->job.observed = r->job.observed || observed_.count(r->job.job_kind) > 0;
   }
-  pqxx::work tx(*conn_, "aw_transactional");
+  // (Held in an optional: a connection that broke is dropped only once
+  // the transaction object that refers to it is gone.)
+  std::optional<pqxx::work> open;
+  open.emplace(*conn_, "aw_transactional");
+  auto& tx = *open;
   run(tx, "aw_transactional_limits", ms_text(limit),
       runs.size() > 1 && lock_timeout.count() > 0 ? ms_text(lock_timeout)
                                                   : std::string{"0"},
@@ -839,6 +843,7 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
     // The transaction is lost (the connection broke, the server ended it,
     // a savepoint could not be rolled back to).
     auto e = std::current_exception();
+    open.reset();
     if (connection_lost(e))
       disconnect();
     bool any_started = std::any_of(live.begin(), live.end(), [](auto* r) {
@@ -858,7 +863,7 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
   }
   if (ran.empty())
     return; // nothing to commit: the leases roll back with the rest
-  commit_group(tx, ran, *guard);
+  commit_group(open, ran, *guard);
 }
 
 bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
@@ -964,9 +969,10 @@ job_store::take_leases(pqxx::work& tx, const std::vector<transactional_run*>& ru
   return held;
 }
 
-void job_store::commit_group(pqxx::work& tx,
+void job_store::commit_group(std::optional<pqxx::work>& open,
                              const std::vector<transactional_run*>& ran,
                              group_state& guard) {
+  auto& tx = *open;
   std::vector<job_outcome> outcomes;
   outcomes.reserve(ran.size());
   for (auto* r : ran)
@@ -977,6 +983,7 @@ void job_store::commit_group(pqxx::work& tx,
   } catch (...) {
     auto e = std::current_exception();
     if (connection_lost(e)) {
+      open.reset();
       disconnect();
       for (auto* r : ran)
         r->result = rolled_back(r->result, "its transaction failed before "
@@ -1024,6 +1031,7 @@ void job_store::commit_group(pqxx::work& tx,
   try {
     tx.commit();
   } catch (const pqxx::in_doubt_error&) {
+    open.reset();
     guard.disarm();
     disconnect();
     // One commit for all: the first lease read tells for every run, and

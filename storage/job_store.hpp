@@ -330,7 +330,8 @@ private:
                         group_state& group);
   /// Records the outcomes of `ran` and commits; a COMMIT whose reply is
   /// lost is resolved by reading.
-  void commit_group(pqxx::work& tx, const std::vector<transactional_run*>& ran,
+  void commit_group(std::optional<pqxx::work>& open,
+                    const std::vector<transactional_run*>& ran,
                     group_state& group);
 
   /// After a transactional handler's COMMIT got no reply: ends the server
