@@ -527,8 +527,15 @@ BOOST_AUTO_TEST_CASE(a_queue_is_paused_and_resumed_from_the_queues_page) {
   BOOST_REQUIRE(browser.wait_js("return document.querySelector(" + js_string(pause)
                                 + ") !== null && !document.querySelector("
                                 + js_string(pause) + ").disabled;"));
-  browser.click(pause);
-  BOOST_REQUIRE(browser.wait_js("return document.getElementById('confirm-yes') !== null;"));
+  // The page redraws its table on a timer: a click that lands as the
+  // button is replaced does nothing, so click again until it asks.
+  bool asked = false;
+  for (int attempt = 0; attempt < 6 && !asked; ++attempt) {
+    browser.click(pause);
+    asked = browser.wait_js("return document.getElementById('confirm-yes') !== null;",
+                            std::chrono::seconds{10});
+  }
+  BOOST_REQUIRE_MESSAGE(asked, "the pause button never asked for a confirmation");
   browser.click("#confirm-yes");
   BOOST_REQUIRE_MESSAGE(
     browser.wait_js("return document.querySelector(" + js_string(row + " .c-paused")
@@ -548,11 +555,17 @@ BOOST_AUTO_TEST_CASE(a_queue_is_paused_and_resumed_from_the_queues_page) {
   const std::string resume = "button.queue-resume[data-queue=\"default\"]";
   BOOST_REQUIRE(browser.wait_js("return document.querySelector(" + js_string(resume)
                                 + ") !== null;"));
-  browser.click(resume);
-  BOOST_REQUIRE(browser.wait_js("return document.querySelector(" + js_string(row + " .c-paused")
-                                + ") !== null && document.querySelector("
-                                + js_string(row + " .c-paused") + ").textContent === 'no';",
-                                30s));
+  // (As for the pause: a click as the table redraws does nothing.)
+  bool resumed = false;
+  for (int attempt = 0; attempt < 3 && !resumed; ++attempt) {
+    if (!browser.find(resume).empty())
+      browser.click(resume);
+    resumed = browser.wait_js("return document.querySelector(" + js_string(row + " .c-paused")
+                              + ") !== null && document.querySelector("
+                              + js_string(row + " .c-paused") + ").textContent === 'no';",
+                              10s);
+  }
+  BOOST_REQUIRE_MESSAGE(resumed, "the queue never showed as resumed");
   BOOST_TEST(db.scalar("SELECT count(*) FROM queue_controls WHERE queue = "
                        "'default' AND NOT paused") == 1);
   BOOST_TEST(db.scalar("SELECT count(*) FROM audit_log WHERE action = "
