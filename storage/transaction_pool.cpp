@@ -28,6 +28,9 @@ struct transaction_pool::request {
   /// The database's error, when the transaction failed before any handler
   /// of it started.
   std::exception_ptr error;
+  /// Its owner waits on it (with the pool's mutex): notified when its state
+  /// changes, its token is cancelled, or its turn to open may have come.
+  std::condition_variable cv;
 };
 
 transaction_pool::transaction_pool(job_store_options opts,
@@ -93,6 +96,7 @@ void transaction_pool::give_back(std::unique_ptr<job_store> store) {
   std::lock_guard<std::mutex> guard{mtx_};
   idle_.push_back(std::move(store));
   freed_.notify_all();
+  wake_fronts();
 }
 
 namespace {
@@ -149,6 +153,8 @@ transaction_pool::take_group(const request_ptr& own) {
     }
   for (auto& r : group)
     r->st = request::state::taken;
+  // The runs left behind have a new oldest: it keeps the gathering time.
+  wake_front(own->run.job.queue);
   // A run alone (it waits for a lock) gathers nobody: it holds up no
   // group of its queue.
   if (!own->alone) {
@@ -223,8 +229,38 @@ void transaction_pool::run_group(std::unique_ptr<job_store> store,
     } else {
       r->st = request::state::done;
     }
+    r->cv.notify_one();
   }
   freed_.notify_all();
+  wake_fronts();
+}
+
+void transaction_pool::wake_front(const std::string& queue) {
+  auto waiting = waiting_.find(queue);
+  if (waiting != waiting_.end() && !waiting->second.empty())
+    waiting->second.front()->cv.notify_one();
+}
+
+void transaction_pool::wake_fronts() {
+  for (auto& [queue, runs] : waiting_)
+    if (!runs.empty())
+      runs.front()->cv.notify_one();
+}
+
+void transaction_pool::wait_turn(std::unique_lock<std::mutex>& guard,
+                                 const request_ptr& own) {
+  // Nothing depends on this bound: every change that concerns a run wakes
+  // it. It only caps what a missed wake-up could cost.
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{250};
+  if (own->st == request::state::waiting) {
+    const auto& queue = own->run.job.queue;
+    auto waiting = waiting_.find(queue);
+    auto last = last_opened_.find(queue);
+    if (waiting != waiting_.end() && !waiting->second.empty()
+        && waiting->second.front() == own && last != last_opened_.end())
+      until = std::min(until, last->second + defaults::transactional_group_gather);
+  }
+  own->cv.wait_until(guard, until);
 }
 
 job_outcome
@@ -238,6 +274,14 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
   req->run.body = &body;
   req->deadline_ms = deadline_ms;
   req->started = started;
+  // A cancellation wakes the run (it takes the mutex first, so the wake
+  // cannot fall between the run's look at its token and its wait).
+  cancel.on_cancel([this, w = std::weak_ptr<request>{req}](const std::string&) {
+    if (auto r = w.lock()) {
+      std::lock_guard<std::mutex> lock{mtx_};
+      r->cv.notify_one();
+    }
+  });
   std::unique_lock<std::mutex> guard{mtx_};
   waiting_[job.queue].push_back(req);
   for (;;) {
@@ -250,6 +294,7 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
         if (cancel.cancelled()) {
           auto& queue = waiting_[job.queue];
           queue.erase(std::find(queue.begin(), queue.end(), req));
+          wake_front(job.queue);
           job_outcome out = job;
           out.kind = outcome_kind::retryable_failure;
           out.message = stopped_waiting(cancel, size_);
@@ -257,8 +302,8 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
         }
         if (!idle_.empty() || made_ < size_) {
           if (!may_open(req)) {
-            // Gathering: look again when the gathering time is over.
-            freed_.wait_for(guard, defaults::transactional_group_gather);
+            // Gathering: the oldest run looks again when the time is over.
+            wait_turn(guard, req);
             continue;
           }
           // A connection is free: this run's transaction, with the runs
@@ -287,8 +332,7 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
       case request::state::withdrawn:
         break;
     }
-    // The token has no waiting of its own to join: look again often.
-    freed_.wait_for(guard, std::chrono::milliseconds{20});
+    wait_turn(guard, req);
   }
 }
 

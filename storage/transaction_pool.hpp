@@ -118,6 +118,18 @@ private:
   void run_group(std::unique_ptr<job_store> store,
                  const std::vector<request_ptr>& group);
 
+  /// Wakes the oldest run waiting in each queue: a connection came free,
+  /// and it is the one that may open a transaction. mtx_ held.
+  void wake_fronts();
+
+  /// Wakes the oldest run waiting in `queue`, if any. mtx_ held.
+  void wake_front(const std::string& queue);
+
+  /// Waits on `own`'s own condition until woken, cancelled or the time
+  /// `may_open` will change (the gathering time of its queue, when it is
+  /// the oldest waiting). mtx_ held by `guard`.
+  void wait_turn(std::unique_lock<std::mutex>& guard, const request_ptr& own);
+
   job_store_options opts_;
   std::vector<std::string> observed_kinds_;
   follow_up_function follow_ups_;
@@ -125,6 +137,10 @@ private:
   std::chrono::milliseconds limit_;
   std::map<std::string, int> groups_;
   std::mutex mtx_;
+  /// Signalled when a connection comes back: lend() waits on it. A run
+  /// waits on a condition of its own (request), woken only when its turn
+  /// may have come: 64 runs sharing one condition woke each other by the
+  /// thousand a second, which cost the worker more CPU than its jobs.
   std::condition_variable freed_;
   /// Connections not lent out.
   std::vector<std::unique_ptr<job_store>> idle_;

@@ -384,6 +384,64 @@ BOOST_AUTO_TEST_CASE(a_cancel_request_stops_the_running_statement_and_rolls_back
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_cancel_request_stops_a_run_waiting_for_a_connection) {
+  // The only connection of the pool is held by a statement that sleeps; a
+  // run waiting for it is woken by its cancellation, not by the connection.
+  reg->add_transactional<json>(
+    "long", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+      tx.exec("SELECT pg_sleep(20)");
+    });
+  reg->add_transactional<json>(
+    "short", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+    });
+  {
+    aw::test::worker_node node{grouped(db.config(2), 1, 1), reg};
+    auto holder = enqueue_n(db, "long", 1).front();
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
+                        "datname = current_database() AND query = "
+                        "'SELECT pg_sleep(20)'")
+               == 1;
+      },
+      patience));
+    auto waiter = enqueue_n(db, "short", 1).front();
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'")
+               == 2;
+      },
+      patience));
+    auto started = std::chrono::steady_clock::now();
+    auto r = aw::test::run_binary("jobs cancel " + std::to_string(waiter), db.url);
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled' "
+                        "AND id = " + std::to_string(waiter))
+               == 1;
+      },
+      patience));
+    BOOST_TEST((std::chrono::steady_clock::now() - started < 10s));
+    // The holder still sleeps on the connection the waiter never got.
+    BOOST_TEST(s.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
+                        "datname = current_database() AND query = "
+                        "'SELECT pg_sleep(20)'")
+               == 1);
+    r = aw::test::run_binary("jobs cancel " + std::to_string(holder), db.url);
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'")
+               == 2;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_commit_cut_off_is_resolved_by_reading) {
   // Every COMMIT of a handler's transaction pauses in a deferred trigger;
   // a killer terminates the server process of every other one it sees
