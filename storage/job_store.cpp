@@ -870,7 +870,10 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
                                  group_state& group) {
   auto started = group.started;
   const auto& runs = *group.runs;
-  auto& guard = group;
+  // A run alone needs no savepoint (a round trip saved): the transaction
+  // holds nothing else, so a failure rolls all of it back and is recorded
+  // the usual way, as when libpqxx ends a group's transaction.
+  bool single = runs.size() == 1;
   if (r.may_start && !r.may_start())
     return false; // withdrawn by its owner: nothing of it runs
   if (r.cancel.cancelled()) {
@@ -884,12 +887,14 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
     r.again = true;
     return false;
   }
-  tx.exec0(group.savepoint ? "RELEASE SAVEPOINT aw_run; SAVEPOINT aw_run"
-                           : "SAVEPOINT aw_run");
-  group.savepoint = true;
+  if (!single) {
+    tx.exec0(group.savepoint ? "RELEASE SAVEPOINT aw_run; SAVEPOINT aw_run"
+                             : "SAVEPOINT aw_run");
+    group.savepoint = true;
+  }
   size_t index = static_cast<size_t>(
     std::find(runs.begin(), runs.end(), &r) - runs.begin());
-  guard.set_active(index);
+  group.set_active(index);
   r.handler_ran = true;
   job_outcome out;
   std::exception_ptr failure;
@@ -898,14 +903,17 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
   } catch (...) {
     failure = std::current_exception();
   }
-  guard.set_active(SIZE_MAX);
+  group.set_active(SIZE_MAX);
   if (failure && connection_lost(failure))
     std::rethrow_exception(failure);
+  if (failure && single)
+    throw transaction_closed{failure};
   bool keep = !failure && !r.cancel.cancelled()
               && std::chrono::steady_clock::now() - started <= r.limit;
   try {
-    // A run kept stays in its savepoint until the next one starts.
-    if (!keep)
+    // A run kept stays in its savepoint until the next one starts. (A
+    // single run not kept commits nothing: its transaction is dropped.)
+    if (!keep && !single)
       tx.exec0("ROLLBACK TO SAVEPOINT aw_run");
   } catch (const pqxx::usage_error&) {
     if (!failure)
