@@ -1042,10 +1042,13 @@ void job_store::commit_group(std::optional<pqxx::work>& open,
     open.reset();
     guard.disarm();
     disconnect();
-    // One commit for all: the first lease read tells for every run, and
-    // each is read all the same (the reads are cheap, the case rare).
+    // One commit for all: the first run's lease tells for every run (the
+    // others are read only when its run was stopped before it could tell).
+    std::optional<bool> first;
     for (auto* r : ran) {
-      auto held = still_held_after_lost_commit(r->job, pid, backend, r->cancel);
+      auto held = first ? first
+                        : still_held_after_lost_commit(r->job, pid, backend, r->cancel);
+      first = held;
       if (!held)
         r->result = rolled_back(r->result, "its transaction's COMMIT got no reply, and "
                                            "the run was stopped (" + r->cancel.reason()
