@@ -1055,8 +1055,9 @@ BOOST_AUTO_TEST_CASE(the_ring_empties_a_slot_and_keeps_every_row_still_needed) {
 }
 
 BOOST_AUTO_TEST_CASE(a_transactional_group_completes_lane_jobs_by_receipt_and_a_release_waits_for_it) {
-  // A transactional group holds its lane jobs' rows locked, writes nothing
-  // to them, and completes them by a receipt at its commit. A release of
+  // A transactional group holds its lane jobs locked (advisory locks: their
+  // rows are neither written nor row-locked), and completes them by a
+  // receipt at its commit. A release of
   // the same job (shutdown, an executor giving up on the run) waits for
   // that commit and then finds the receipt: it moves nothing. (Read in one
   // statement, the release's receipt check used a snapshot from before its
@@ -1086,9 +1087,13 @@ BOOST_AUTO_TEST_CASE(a_transactional_group_completes_lane_jobs_by_receipt_and_a_
   auto tx_store = make_store(db, "w1");
   std::thread group([&] { tx_store.transact({&run}, 200ms); });
   in_body.get_future().wait();
-  // The job is running, its row untouched (still on its lane).
+  // The job is running, its row untouched (still on its lane, not even
+  // row-locked: a row lock would dirty its page and cost WAL).
   BOOST_TEST(state_of(s, claimed.front().id) == "running");
   BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE ready_xid = '0'") == 0);
+  BOOST_TEST(s.scalar("SELECT xmax::text::bigint FROM jobs_in WHERE id = "
+                      + std::to_string(claimed.front().id))
+             == 0);
   auto released = std::async(std::launch::async, [&] {
     return storage.release(std::vector<aw::claimed_job>{claimed.front()}, true);
   });

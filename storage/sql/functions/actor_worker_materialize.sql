@@ -45,13 +45,16 @@ DECLARE
   v_ids   bigint[];  -- the jobs moved
   v_check bigint[];  -- their batches whose last job a receipt holds
 BEGIN
-  -- The rows first, in a statement of their own: a transactional group
-  -- holds its lane jobs' rows locked without writing them and completes
-  -- them by a receipt at its commit (transactional_lane_lease.sql). Its
-  -- lock only makes this wait; the statement below then reads the
-  -- receipts with a snapshot taken after the wait, and finds that
-  -- completion (read in one statement, the receipt check would have used
-  -- a snapshot from before the wait, and moved a completed job).
+  -- The locks first, in statements of their own: a transactional group
+  -- holds its lane jobs locked without writing them
+  -- (actor_worker_lock_lane_jobs) and completes them by a receipt at its
+  -- commit (actor_worker_transactional_lease). Its lock only makes this
+  -- wait; the statement below then reads the receipts with a snapshot
+  -- taken after the wait, and finds that completion (read in one
+  -- statement, the receipt check would have used a snapshot from before
+  -- the wait, and moved a completed job). The rows are locked too, for
+  -- any other writer of them.
+  PERFORM actor_worker_lock_lane_jobs(p_ids);
   PERFORM 1 FROM jobs_in AS j
    WHERE j.id = ANY (p_ids) AND j.ready_xid <> '0'
    ORDER BY j.id
