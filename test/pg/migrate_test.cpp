@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
 #include "actor_worker/storage/migrations.hpp"
+#include "actor_worker/storage/schema_check.hpp"
 
 using aw::test::contains;
 
@@ -97,6 +99,55 @@ BOOST_AUTO_TEST_CASE(a_database_of_the_schema_before_0_1_is_refused_with_what_to
   auto r = aw::test::run_binary("migrate", db.url);
   BOOST_TEST(r.exit_code != 0);
   BOOST_TEST(contains(r.err, "before 0.1"), r.err);
+}
+
+BOOST_AUTO_TEST_CASE(the_schema_check_knows_every_column_of_its_tables) {
+  // A column the queries use but the check does not name fails as an SQL
+  // error in the middle of a claim, not as schema_outdated at start: every
+  // column the migrations give a table the check knows is one it checks.
+  aw::test::fresh_database db;
+  auto conn = db.connect();
+  pqxx::read_transaction tx(*conn);
+  for (const auto& t : aw::storage::required_schema()) {
+    auto columns = tx.exec_params("SELECT column_name FROM information_schema.columns "
+                                  "WHERE table_schema = current_schema() "
+                                  "AND table_name = $1",
+                                  t.table);
+    BOOST_TEST_CONTEXT("table " << t.table) {
+      BOOST_TEST(!columns.empty());
+      for (const auto& row : columns) {
+        auto name = row[0].as<std::string>();
+        bool checked = std::any_of(t.columns.begin(), t.columns.end(),
+                                   [&](const char* c) { return name == c; });
+        BOOST_TEST(checked, "column " << name << " is not in required_schema()");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(each_missing_dead_letter_column_is_named) {
+  // The dead letter queue is written only when a job runs out of
+  // attempts, long after start: the check is what says up front that a
+  // column of it is missing, each by name.
+  aw::test::fresh_database db;
+  auto conn = db.connect();
+  for (const auto& t : aw::storage::required_schema()) {
+    if (std::string{t.table} != "dead_letter_jobs")
+      continue;
+    BOOST_TEST(t.columns.size() >= 16u);
+    for (const char* column : t.columns) {
+      db.exec(std::string{"ALTER TABLE dead_letter_jobs RENAME COLUMN "} + column
+              + " TO gone_column");
+      auto missing = aw::storage::missing_schema(*conn);
+      db.exec(std::string{"ALTER TABLE dead_letter_jobs RENAME COLUMN gone_column TO "}
+              + column);
+      auto text = aw::storage::describe_missing_schema(missing);
+      BOOST_TEST(contains(text, std::string{"table dead_letter_jobs is missing column "}
+                                  + column),
+                 text);
+    }
+  }
+  BOOST_TEST(aw::storage::missing_schema(*conn).empty());
 }
 
 BOOST_AUTO_TEST_CASE(rerun_is_a_no_op) {
