@@ -319,6 +319,87 @@ BOOST_AUTO_TEST_CASE(stale_lease_of_a_dead_worker_is_rescued_with_a_rescued_even
   BOOST_TEST(log.count(lane, event_type::rescued) == 1u);
 }
 
+/// The follow-up a rescue enqueues (on_rescued_enqueue): what it saw.
+struct rescue_note {
+  static constexpr const char* kind = "rescue_note";
+  json body;
+};
+
+void to_json(json& j, const rescue_note& n) {
+  j = n.body;
+}
+
+/// Registers on_rescued_enqueue for `kind`: a rescue_note naming the
+/// trigger, the reason and the committed row's error_count.
+void add_rescue_note(aw::registry& reg, const std::string& kind) {
+  reg.on_rescued_enqueue<json>(kind, [](const json&, const json& job,
+                                        aw::rescue_reason reason) {
+    auto trigger = job.contains("original_job_id") ? job.at("original_job_id")
+                                                   : job.at("id");
+    return rescue_note{{{"trigger", trigger},
+                        {"reason", aw::to_string(reason)},
+                        {"error_count", job.at("error_count")}}};
+  });
+}
+
+/// The rescue_notes of trigger `id`, as their args.
+std::vector<json> rescue_notes_of(aw::test::db_session& s, int64_t id) {
+  std::vector<json> out;
+  auto text = s.text("SELECT coalesce(json_agg(args)::text, '[]') FROM jobs_in "
+                     "WHERE kind = 'rescue_note' AND (args->>'trigger')::bigint = "
+                     + std::to_string(id));
+  for (auto& n : json::parse(text))
+    out.push_back(n);
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(a_stale_heartbeat_rescue_enqueues_its_follow_up_once_with_the_rescue) {
+  // on_rescued_enqueue for the rescue of a dead worker's jobs, on and off
+  // the lanes and on the last attempt: one follow-up per rescue, committed
+  // with it, naming the reason.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto lane = aw::test::enqueue_one(db, "orphan", {{"n", 1}});
+  aw::insert_options keyed;
+  keyed.ordering_key = "k";
+  auto row = aw::test::enqueue_one(db, "orphan", {{"n", 2}}, keyed);
+  aw::insert_options once;
+  once.max_attempts = 1;
+  auto last = aw::test::enqueue_one(db, "orphan", {{"n", 3}}, once);
+  {
+    auto dead = other_worker(db, "dead-node:4243:0badf00d");
+    auto claimed = dead->claim("default", 10);
+    BOOST_REQUIRE_EQUAL(claimed.jobs.size(), 3u);
+    std::vector<aw::held_job> started;
+    for (auto& j : claimed.jobs)
+      started.push_back({j.id, j.lease, 0});
+    dead->record_starts(started);
+  }
+  auto reg = std::make_shared<aw::registry>();
+  add_sentinel(*reg, log);
+  add_scripted(*reg, "orphan");
+  reg->on_event_kind("orphan", log.hook());
+  add_rescue_note(*reg, "orphan");
+  aw::test::worker_node node{fast_rescue_config(db, 1s), std::move(reg)};
+  for (auto id : {lane, row, last})
+    BOOST_REQUIRE(log.wait_for(id, event_type::rescued, 1, patience));
+  // The rescued jobs run again and complete; no later pass rescues (or
+  // notes) them again.
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE id IN (" + id_list({lane, row}) + ")");
+  for (auto id : {lane, row})
+    BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  flush_events(db, log);
+  for (auto id : {lane, row, last})
+    BOOST_TEST_CONTEXT("job " << id) {
+      auto notes = rescue_notes_of(s, id);
+      BOOST_REQUIRE_EQUAL(notes.size(), 1u);
+      BOOST_TEST(notes[0].at("reason") == "stale heartbeat");
+      BOOST_TEST(notes[0].at("error_count") == 1);
+    }
+  BOOST_TEST(s.scalar("SELECT count(*)" + dead_where(last)) == 1);
+}
+
 // -- 3. rescue of a deadline overrun ---------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ignores_cancellation_is_rescued_with_reason_deadline_exceeded) {
@@ -391,6 +472,46 @@ BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ignores_cancellation_is_resc
   BOOST_TEST(log.count(last, event_type::completed) == 0u);
   BOOST_TEST(log.of(id, event_type::completed).at(0).job.value("attempt", 0) == 2);
   BOOST_TEST(s.scalar("SELECT error_count" + job_where(id)) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_deadline_rescue_enqueues_its_follow_up_once_with_the_rescue) {
+  // on_rescued_enqueue for a run past its deadline, rescheduled or (on its
+  // last attempt) dead-lettered: one follow-up per rescue, naming the reason.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  auto reg = std::make_shared<aw::registry>();
+  add_sentinel(*reg, log);
+  reg->add_raw("polite", [&](const json&, const aw::job_context& ctx) {
+    if (ctx.attempt != 1)
+      return;
+    auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!ctx.cancel.cancelled() && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(5ms);
+  });
+  reg->on_event_kind("polite", log.hook());
+  add_rescue_note(*reg, "polite");
+  aw::test::worker_node node{fast_rescue_config(db, 3s), std::move(reg)};
+  aw::insert_options opts;
+  opts.deadline = 200ms;
+  opts.max_attempts = 3;
+  auto id = aw::test::enqueue_one(db, "polite", {}, opts);
+  aw::insert_options once = opts;
+  once.max_attempts = 1;
+  auto last = aw::test::enqueue_one(db, "polite", {}, once);
+  for (auto job : {id, last})
+    BOOST_REQUIRE(log.wait_for(job, event_type::rescued, 1, patience));
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE id = " + std::to_string(id));
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  flush_events(db, log);
+  for (auto job : {id, last})
+    BOOST_TEST_CONTEXT("job " << job) {
+      auto notes = rescue_notes_of(s, job);
+      BOOST_REQUIRE_EQUAL(notes.size(), 1u);
+      BOOST_TEST(notes[0].at("reason") == "deadline exceeded");
+      BOOST_TEST(notes[0].at("error_count") == 1);
+    }
+  BOOST_TEST(s.scalar("SELECT count(*)" + dead_where(last)) == 1);
 }
 
 BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ends_on_cancellation_is_rescued_too) {
