@@ -558,8 +558,11 @@ struct hand_over {
 /// after registering its callback id through `h`.
 std::unique_ptr<aw::test::worker_node>
 hand_over_node(const aw::runtime_config& cfg, aw::test::event_log& log,
-               hand_over& h) {
+               hand_over& h,
+               const std::function<void(aw::registry&)>& more = nullptr) {
   auto reg = std::make_shared<aw::registry>();
+  if (more)
+    more(*reg);
   reg->add_raw("hand_over", [&h](const nlohmann::json&, const aw::job_context& ctx) {
     return h.run(ctx, aw::outcome::wait_for_callback(std::chrono::seconds{1}));
   });
@@ -628,6 +631,62 @@ BOOST_FIXTURE_TEST_CASE(a_resolution_before_the_park_is_kept_and_applied_as_the_
   auto late = refused([&] { node->rt().complete_external(callback_id); });
   BOOST_REQUIRE(late.has_value());
   BOOST_TEST((late->code() == aw::ec::callback_not_waiting));
+}
+
+namespace {
+
+/// A follow-up of a hand_over job's transition: the event and its trigger.
+struct transition_note {
+  static constexpr const char* kind = "transition_note";
+  nlohmann::json body;
+};
+
+void to_json(nlohmann::json& j, const transition_note& n) {
+  j = n.body;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_early_resolution_and_its_follow_ups_commit_in_the_parks_transaction) {
+  // The resolution kept early is applied as the job parks: the park and
+  // the resolution's completion are one transaction, and so are the
+  // follow-ups of both (one each), never one without the other.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::event_log log;
+  hand_over h;
+  auto node = hand_over_node(db.config(4), log, h, [](aw::registry& reg) {
+    reg.on_waiting_for_callback_enqueue<nlohmann::json>(
+      "hand_over", [](const nlohmann::json&, const nlohmann::json& job) {
+        return transition_note{{{"trigger", job.at("id")}, {"event", "parked"}}};
+      });
+    reg.on_completed_enqueue<nlohmann::json>(
+      "hand_over", [](const nlohmann::json&, const nlohmann::json& job) {
+        return transition_note{{{"trigger", job.at("id")},
+                                {"event", "completed"},
+                                {"result", job.at("callback_result")}}};
+      });
+  });
+  auto id = aw::test::enqueue_one(db, "hand_over", nlohmann::json::object());
+  auto callback_id = h.registered();
+  auto kept = node->rt().complete_external(callback_id, {{"approved", true}});
+  BOOST_TEST(kept.kept);
+  // Kept, not applied: no follow-up yet.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_in WHERE kind = 'transition_note'") == 0);
+  h.release();
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  auto notes = "FROM jobs_in WHERE kind = 'transition_note' AND (args->>'trigger')::bigint = "
+               + std::to_string(id);
+  BOOST_TEST(s.scalar("SELECT count(*) " + notes + " AND args->>'event' = 'parked'") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) " + notes + " AND args->>'event' = 'completed'") == 1);
+  BOOST_TEST(s.check("SELECT args->'result' = '{\"approved\": true}'::jsonb " + notes
+                     + " AND args->>'event' = 'completed'"));
+  // One transaction wrote the completed job and both follow-ups.
+  BOOST_TEST(s.scalar("SELECT count(DISTINCT xmin::text) FROM jobs_in WHERE id = "
+                      + std::to_string(id) + " OR (kind = 'transition_note' AND "
+                      "(args->>'trigger')::bigint = " + std::to_string(id) + ")")
+             == 1);
+  BOOST_TEST(s.text("SELECT state" + job_where(id)) == "completed");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_registered_id_without_an_early_resolution_waits_and_resolves_as_usual, hand_over_fixture) {
