@@ -2,8 +2,10 @@
 // The idle poll gate: with `idle_poll_permits = N > 0`, only N of a
 // process's pollers poll on the idle interval; the rest park until woken
 // (NOTIFY, a freed slot, a local enqueue) or until they get a permit. A
-// poller gives its permit back as soon as it claims work, and the gate hands
-// it to the poller that has waited longest. A permit also rotates: when
+// poller gives its permit back while it claims again on its own (a full
+// claim), or on a timer of its own (claim backoff, a cluster-wide limit, a
+// pause), and asks again once its claims come to rest; the gate hands a
+// permit to the poller that has waited longest. A permit also rotates: when
 // its holder's idle interval is up and another poller waits, the waiting
 // one gets it and polls at once, so jobs that become due by time alone
 // (scheduled, backoff, snooze, rescued: no NOTIFY) on a parked poller's

@@ -559,6 +559,9 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     // poll_interval), not at once (that would spin on the limit).
     st.limited = true;
     st.maybe_more = false;
+    // The limit's timer claims without the idle permit; kept, it would
+    // stop the idle polls of the gate's other queues while the limit binds.
+    give_back_permit(self);
     start_jobs(self);
     auto delay = st.cfg.poll_interval;
     if (result.retry_after_ms >= 0)
@@ -568,10 +571,15 @@ void on_claimed(poller_pointer self, int limit, int64_t budget,
     return;
   }
   st.limited = false;
-  if (n == 0)
-    want_permit(self);
-  else if (n > 0)
+  // Only a poller that claims again on its own (its claim came back full,
+  // or work may be waiting) can spare the idle permit. One whose claims
+  // came to rest, empty or not, needs it: its jobs due by time alone
+  // (retries, snoozes, scheduled) would wait for a NOTIFY that may never
+  // come.
+  if (n > 0 && st.maybe_more)
     give_back_permit(self);
+  else
+    want_permit(self);
   start_jobs(self);
   if (st.claims_in_flight == 0)
     arm_idle_timer(self);
@@ -596,6 +604,11 @@ void on_claim_failed(poller_pointer self, int limit, int64_t budget,
   spdlog::error("poller[{}]: claim failed, retrying in {} ms: {}",
                 st.cfg.queue, delay.count(), render(err));
   st.claim = claim_phase::backing_off;
+  // The backoff timer claims without the idle permit; kept, it would stop
+  // the idle polls of the gate's other queues for as long as this
+  // database is down (a shared gate spans databases). Asked for again once
+  // a claim succeeds.
+  give_back_permit(self);
   arm_timer(self, delay);
 }
 
@@ -963,7 +976,11 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
     [self](permit_atom) {
       auto& st = self->state;
       st.permit = permit_phase::held;
-      if (st.phase != poller_phase::running) {
+      // Draining, or claiming on a timer of its own (claim backoff, a
+      // cluster-wide limit, the pause's probe): another poller needs it
+      // more, and a successful claim asks for it again.
+      if (st.phase != poller_phase::running
+          || st.claim == claim_phase::backing_off || st.limited || st.paused) {
         give_back_permit(self);
         return;
       }

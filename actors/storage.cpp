@@ -142,17 +142,21 @@ void publish(storage_pointer self, job_event&& e) {
     self->send(d, std::move(e));
 }
 
-/// Rescue follow-ups are best effort, after the rescue committed: a failing
-/// follow-up must never leave a job stuck.
-void rescue_follow_ups(storage_pointer self,
-                       const std::vector<job_event>& events) {
+/// Follow-ups inserted after their transitions committed, best effort: a
+/// rescue's always, a dead-lettering's when they failed in its transaction.
+/// A failing follow-up must never leave a job stuck: its error (which names
+/// the follow-up's kind, event and job) is logged and counted under
+/// `stage`, and the transitions (`standing`) stand.
+void follow_ups_after_commit(storage_pointer self,
+                             const std::vector<job_event>& events,
+                             const char* stage, const char* standing) {
   if (events.empty())
     return;
   if (auto err = self->state.store->enqueue_follow_ups(events)) {
-    spdlog::error("storage: rescue follow-ups failed (the rescues stand): {}",
-                  render(err));
+    spdlog::error("storage: {} follow-ups failed (the {} stand): {}", stage,
+                  standing, render(err));
     if (auto& w = self->state.watcher)
-      w->follow_ups_failed("rescue");
+      w->follow_ups_failed(stage);
   }
 }
 
@@ -277,11 +281,19 @@ void log_recorded(const job_outcome& o, const storage::finish_report& r) {
 /// a transactional handler committed): reports to their pollers (one
 /// message per poller), events to the hooks.
 void deliver(storage_pointer self, const pending_outcome* entries,
-             size_t count, std::vector<storage::finish_report>& reports) {
+             size_t count, std::vector<storage::finish_report>& reports,
+             storage::exhausted_follow_ups exhausted
+             = storage::exhausted_follow_ups::in_transaction) {
   auto& st = self->state;
   std::map<caf::actor_addr, std::pair<poller_actor, std::vector<outcome_report>>>
     by_poller;
   std::vector<job_event> rescues;
+  // Dead-letterings recorded without their follow-ups (record_instead).
+  std::vector<job_event> dead;
+  auto left_out = [&](const job_event& e) {
+    return exhausted == storage::exhausted_follow_ups::after_commit
+           && e.type == event_type::exhausted && !e.job_json.empty();
+  };
   // (Checked once: a drain of 100,000 jobs a second must not format 100,000
   // lines nobody reads.)
   bool log_info = spdlog::should_log(spdlog::level::info);
@@ -314,8 +326,13 @@ void deliver(storage_pointer self, const pending_outcome* entries,
       }
       rescues.push_back(r.event);
     }
+    if (r.has_event && left_out(r.event))
+      dead.push_back(r.event);
+    if (r.has_resolution && left_out(r.resolution))
+      dead.push_back(r.resolution);
   }
-  rescue_follow_ups(self, rescues);
+  follow_ups_after_commit(self, rescues, "rescue", "rescues");
+  follow_ups_after_commit(self, dead, "exhausted", "dead letters");
   for (size_t i = 0; i < count; ++i) {
     if (reports[i].has_event)
       publish(self, std::move(reports[i].event));
@@ -335,17 +352,46 @@ void deliver(storage_pointer self, const pending_outcome* entries,
       self->send(entry.first, committed_atom::value, std::move(entry.second));
 }
 
+/// Whether recording `o` may move its job to the dead letter queue: a
+/// failure, or a park that applies a failing resolution that came while
+/// the job ran.
+bool may_dead_letter(const job_outcome& o) {
+  switch (o.kind) {
+    case outcome_kind::retryable_failure:
+    case outcome_kind::terminal_failure:
+    case outcome_kind::retry_after:
+    case outcome_kind::waiting_callback:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// Outcome pending[i], which the database refuses on its own for a reason
 /// that is not connectivity (typically a follow-up whose callable threw or
-/// whose INSERT failed, which rolled the transition back), is recorded as
-/// a retryable failure instead, so the job runs again later. If even that
-/// is refused, the job stays running until its lease is reclaimed. Returns
-/// the error when the database became unreachable meanwhile (then nothing
-/// was delivered and the original outcome is to be retried).
+/// whose INSERT failed, which rolled the transition back), is recorded
+/// again, if it may dead-letter its job, with the follow-ups of a
+/// dead-lettering left for after the commit: a job whose attempts are
+/// exhausted reaches the dead letter queue whatever its follow-ups do.
+/// What is still refused is recorded as a retryable failure instead, so
+/// the job runs again later. If even that is refused, the job stays
+/// running until its lease is reclaimed. Returns the error when the
+/// database became unreachable meanwhile (then nothing was delivered and
+/// the original outcome is to be retried).
 caf::error record_instead(storage_pointer self, size_t i,
                           const caf::error& cause) {
   auto& st = self->state;
   auto& outcome = st.pending[i].outcome;
+  constexpr auto after_commit = storage::exhausted_follow_ups::after_commit;
+  if (may_dead_letter(outcome)) {
+    auto again = st.store->finish({outcome}, st.in_doubt, after_commit);
+    if (again) {
+      deliver(self, &st.pending[i], 1, *again, after_commit);
+      return {};
+    }
+    if (unavailable(again.error()))
+      return std::move(again.error());
+  }
   auto why = render(cause);
   spdlog::error("storage: cannot record the {} outcome of job {}, recording "
                 "a retryable failure instead: {}",
@@ -357,7 +403,7 @@ caf::error record_instead(storage_pointer self, size_t i,
   failure.message = "recording the outcome ("
                     + std::string{to_string(outcome.kind)} + ") failed: " + why;
   failure.delay_ms = 0;
-  auto reports = st.store->finish({failure}, false);
+  auto reports = st.store->finish({failure}, false, after_commit);
   if (!reports) {
     if (unavailable(reports.error()))
       return std::move(reports.error());
@@ -369,7 +415,7 @@ caf::error record_instead(storage_pointer self, size_t i,
   // What was recorded is the failure: its log line, the poller's report
   // and the metrics say so.
   outcome = std::move(failure);
-  deliver(self, &st.pending[i], 1, *reports);
+  deliver(self, &st.pending[i], 1, *reports, after_commit);
   return {};
 }
 
@@ -381,7 +427,8 @@ caf::error record_instead(storage_pointer self, size_t i,
 caf::error flush_one_by_one(storage_pointer self) {
   auto& st = self->state;
   for (size_t i = 0; i < st.pending.size(); ++i) {
-    auto reports = st.store->finish({st.pending[i].outcome}, st.in_doubt);
+    auto reports = st.store->finish({st.pending[i].outcome}, st.in_doubt,
+                                    storage::exhausted_follow_ups::in_transaction);
     caf::error failure;
     if (reports)
       deliver(self, &st.pending[i], 1, *reports);
@@ -407,7 +454,8 @@ void flush(storage_pointer self) {
   st.flush_scheduled = false;
   if (!st.pending.empty()) {
     auto batch = pending_outcomes(st);
-    auto reports = st.store->finish(batch, st.in_doubt);
+    auto reports = st.store->finish(batch, st.in_doubt,
+                                    storage::exhausted_follow_ups::in_transaction);
     caf::error failure;
     if (reports) {
       deliver(self, st.pending.data(), batch.size(), *reports);
@@ -547,7 +595,7 @@ storage_behavior(storage_pointer self, std::shared_ptr<storage::backend> store,
         e.reason = r.reason;
         events.push_back(std::move(e));
       }
-      rescue_follow_ups(self, events);
+      follow_ups_after_commit(self, events, "rescue", "rescues");
       for (auto& e : events)
         publish(self, std::move(e));
       return std::move(*rescued);

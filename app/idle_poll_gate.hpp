@@ -3,10 +3,12 @@
 // gate handed to many workers). Of all the pollers of the runtimes it is
 // handed to, at most `permits` poll on their idle interval; the others
 // park until they are woken (NOTIFY, a local enqueue, a freed slot) or a
-// permit passes to them. A poller gives its permit back as soon as it
-// finds work. The gate never limits claims made on a wake-up, running
-// jobs, heartbeats or maintenance: it only bounds the database load of
-// idle nodes.
+// permit passes to them. A poller gives its permit back while it claims
+// again on its own or on a timer of its own (claim backoff, a cluster-wide
+// limit, a pause), and asks again once its claims come to rest (see
+// actors/poll_gate.hpp). The gate never limits claims made on a wake-up,
+// running jobs, heartbeats or maintenance: it only bounds the database
+// load of idle nodes.
 //
 //   auto gate = std::make_shared<aw::idle_poll_gate>(sys, 2);
 //   aw::runtime billing{sys, billing_cfg, billing_reg, gate};

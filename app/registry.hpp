@@ -265,8 +265,10 @@ public:
   // char* kind` (inserted with default options), an enqueue_request (to set
   // queue, priority, max attempts, metadata, tags, unique, run at,
   // deadline, ordering key), or std::optional of either (nothing when
-  // empty). Throwing rolls the transition back. Rescue follow-ups run in a
-  // separate, best-effort transaction after the rescue commits.
+  // empty). Throwing rolls the transition back, except a dead-lettering's
+  // (exhausted): that is recorded again without them, and they run after
+  // its commit, best effort, as rescue follow-ups always do, in a
+  // separate transaction after the rescue commits.
 
   /// `fn(const Args& args, const nlohmann::json& job)` when a job of `kind`
   /// completes.

@@ -94,7 +94,7 @@ struct job_context {
   /// timeout out of range, std::logic_error where the run must not wait
   /// for the database or has none (registry::run, non-blocking handlers,
   /// asynchronous ones: those register before they start, with
-  /// registry::callback_on_start), and std::runtime_error when
+  /// registry::register_callback_on_start), and std::runtime_error when
   /// the run is no longer the job's or the database fails: thrown out of
   /// the handler, those fail the attempt as usual.
   std::string register_callback(
@@ -110,13 +110,13 @@ struct job_context {
           "(a non-blocking or asynchronous handler, or registry::run): "
           "register from a blocking or transactional handler run by the "
           "runtime, or have an asynchronous kind's id registered before it "
-          "starts (registry::callback_on_start)");
+          "starts (registry::register_callback_on_start)");
     return callback->register_for(timeout);
   }
 
   /// The callback id this run registered (register_callback, or before the
-  /// run for a kind registered with registry::callback_on_start); empty if
-  /// none.
+  /// run for a kind registered with registry::register_callback_on_start);
+  /// empty if none.
   std::string callback_id() const {
     return callback ? callback->id() : std::string{};
   }

@@ -104,7 +104,8 @@ public:
   /// `failures` hooks of `kind` threw.
   virtual void hooks_failed(const std::string& /*kind*/, int /*failures*/) {}
   /// Follow-ups could not be enqueued: `stage` "outcome" (the outcome was
-  /// recorded as a retry instead) or "rescue" (the rescue stands).
+  /// recorded as a retry instead), "rescue" (the rescue stands) or
+  /// "exhausted" (the dead letter stands).
   virtual void follow_ups_failed(const char* /*stage*/) {}
   /// This node's handler slots of `queue`: running now, and the
   /// concurrency.

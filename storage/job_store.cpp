@@ -433,7 +433,8 @@ void job_store::end_lost_backend() {
 }
 
 std::vector<finish_report>
-job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
+job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt,
+                  exhausted_follow_ups exhausted) {
   // A lane completion recorded twice counts once (an outcome records only
   // jobs no receipt of their batch holds yet), and any other outcome finds
   // its lease no longer running the job: once the server process that may
@@ -444,17 +445,18 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt) {
   if (lane_completions_only(outcomes)) {
     // The hot path: one statement in autocommit.
     pqxx::nontransaction tx(*conn_, "aw_finish");
-    return finish_in(tx, outcomes);
+    return finish_in(tx, outcomes, exhausted);
   }
   pqxx::work tx(*conn_, "aw_finish");
-  auto reports = finish_in(tx, outcomes);
+  auto reports = finish_in(tx, outcomes, exhausted);
   tx.commit();
   return reports;
 }
 
 std::vector<finish_report>
 job_store::finish_in(pqxx::transaction_base& tx,
-                     const std::vector<job_outcome>& outcomes) {
+                     const std::vector<job_outcome>& outcomes,
+                     exhausted_follow_ups exhausted) {
   std::vector<finish_report> reports(outcomes.size());
   auto fire = [&](size_t i, event_type type, std::string json) {
     reports[i].result = finish_result::applied;
@@ -622,16 +624,21 @@ job_store::finish_in(pqxx::transaction_base& tx,
   }
   // Durable follow-ups: inserted in this transaction, so they commit with
   // the transitions that trigger them, or not at all. A rescue's follow-ups
-  // are best effort after its commit (the storage actor runs them).
+  // are best effort after its commit (the storage actor runs them), and so
+  // are a dead-lettering's when the caller says so.
   if (follow_ups_) {
+    auto after_commit = [&](const job_event& e) {
+      return e.type == event_type::rescued
+             || (e.type == event_type::exhausted
+                 && exhausted == exhausted_follow_ups::after_commit);
+    };
     std::vector<enqueue_request> requests;
     for (auto& r : reports) {
-      if (r.has_event && !r.event.job_json.empty()
-          && r.event.type != event_type::rescued) {
+      if (r.has_event && !r.event.job_json.empty() && !after_commit(r.event)) {
         auto more = follow_ups_of(follow_ups_, r.event);
         std::move(more.begin(), more.end(), std::back_inserter(requests));
       }
-      if (r.has_resolution) {
+      if (r.has_resolution && !after_commit(r.resolution)) {
         auto more = follow_ups_of(follow_ups_, r.resolution);
         std::move(more.begin(), more.end(), std::back_inserter(requests));
       }

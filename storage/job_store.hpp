@@ -169,9 +169,11 @@ public:
   /// happened: the server process that ran it goes first (it may still be
   /// running it), then a lane completion recorded twice counts once, and
   /// any other outcome finds its lease no longer running and reports
-  /// itself stale.
-  std::vector<finish_report> finish(const std::vector<job_outcome>& outcomes,
-                                    bool in_doubt = false);
+  /// itself stale. `exhausted`: whether the follow-ups of dead-lettered
+  /// jobs are inserted too, or left to the caller (enqueue_follow_ups).
+  std::vector<finish_report>
+  finish(const std::vector<job_outcome>& outcomes, bool in_doubt = false,
+         exhausted_follow_ups exhausted = exhausted_follow_ups::in_transaction);
 
   /// Runs transactional handlers: the handlers of `runs` (at most
   /// defaults::max_transactional_group; one is a transaction per run) in
@@ -221,8 +223,9 @@ public:
   /// every kind.
   void serve(const std::vector<std::string>& kinds);
 
-  /// Inserts the follow-ups of already committed transitions (rescues) in
-  /// a transaction of their own.
+  /// Inserts the follow-ups of already committed transitions (rescues, and
+  /// dead-letterings recorded with exhausted_follow_ups::after_commit) in a
+  /// transaction of their own.
   void enqueue_follow_ups(const std::vector<job_event>& events);
 
   /// Installs the follow-up computation run inside finish()'s transaction.
@@ -315,8 +318,9 @@ private:
                    Args&&... args);
 
   /// finish()'s work, in `tx` (not committed).
-  std::vector<finish_report> finish_in(pqxx::transaction_base& tx,
-                                       const std::vector<job_outcome>& outcomes);
+  std::vector<finish_report>
+  finish_in(pqxx::transaction_base& tx, const std::vector<job_outcome>& outcomes,
+            exhausted_follow_ups exhausted = exhausted_follow_ups::in_transaction);
 
   /// transact()'s parts. A group's transaction while it is open.
   struct group_state;

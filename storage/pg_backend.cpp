@@ -40,9 +40,11 @@ public:
   }
 
   caf::expected<std::vector<finish_report>>
-  finish(const std::vector<job_outcome>& outcomes, bool in_doubt) override {
-    return guarded("recording outcomes",
-                   [&] { return store_.finish(outcomes, in_doubt); });
+  finish(const std::vector<job_outcome>& outcomes, bool in_doubt,
+         exhausted_follow_ups exhausted) override {
+    return guarded("recording outcomes", [&] {
+      return store_.finish(outcomes, in_doubt, exhausted);
+    });
   }
 
   caf::expected<std::vector<int64_t>>
@@ -114,7 +116,7 @@ public:
   }
 
   caf::error enqueue_follow_ups(const std::vector<job_event>& events) override {
-    auto done = guarded("enqueueing follow-ups of rescues", [&] {
+    auto done = guarded("enqueueing follow-ups of committed transitions", [&] {
       store_.enqueue_follow_ups(events);
       return true;
     });

@@ -81,7 +81,8 @@ public:
   }
 
   caf::expected<std::vector<aw::storage::finish_report>>
-  finish(const std::vector<aw::job_outcome>& outcomes, bool in_doubt) override {
+  finish(const std::vector<aw::job_outcome>& outcomes, bool in_doubt,
+         aw::storage::exhausted_follow_ups) override {
     return write(outcomes, in_doubt, false);
   }
 

@@ -29,6 +29,7 @@
 #include <pqxx/pqxx>
 
 #include "actor_worker/messages/error.hpp"
+#include "log_capture.hpp"
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
 #include "actor_worker/storage/callbacks.hpp"
@@ -62,6 +63,15 @@ void to_json(nlohmann::json& j, const note& n) {
 int64_t trigger_of(const nlohmann::json& job) {
   return job.value(job.contains("original_job_id") ? "original_job_id" : "id",
                    int64_t{0});
+}
+
+/// Args that hold an order number: `{"order": 7}`.
+struct order_args {
+  int64_t order = 0;
+};
+
+void from_json(const nlohmann::json& j, order_args& a) {
+  a.order = j.at("order").get<int64_t>();
 }
 
 /// The scripted handler for `kind`.
@@ -582,6 +592,49 @@ BOOST_AUTO_TEST_CASE(callback_resolution_with_a_throwing_follow_up_is_refused_an
   BOOST_TEST(s.scalar("SELECT count(*)" + notes_of(id)) == 1);
   BOOST_TEST(s.text("SELECT args->>'event'" + notes_of(id)) == "completed");
   BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+}
+
+BOOST_AUTO_TEST_CASE(an_exhausted_job_reaches_the_dead_letter_queue_when_its_follow_up_fails) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::log_capture captured;
+  aw::test::event_log log;
+  std::atomic<int> calls{0};
+  auto reg = std::make_shared<aw::registry>();
+  // The handler and the follow-up are both typed: args that do not parse
+  // fail the job terminally, and make the follow-up throw.
+  reg->add<order_args>("charge", [](const order_args&, const aw::job_context&) {});
+  reg->on_event_kind("charge", log.hook());
+  reg->on_exhausted_enqueue<order_args>(
+    "charge", [&calls](const order_args& a, const nlohmann::json& job,
+                       const std::string&, int) {
+      ++calls;
+      return note{{{"trigger", trigger_of(job)}, {"order", a.order}}};
+    });
+  reg->add_raw("note", [](const nlohmann::json&, const aw::job_context&) {});
+  aw::test::worker_node node{db.config(4), std::move(reg)};
+  aw::insert_options three;
+  three.max_attempts = 3;
+  auto id = aw::test::enqueue_one(db, "charge", {{"order", "not a number"}},
+                                  three);
+  // Dead-lettered by its first run, whatever the follow-up did: never
+  // retried, never left running for a rescue.
+  BOOST_REQUIRE(log.wait_for(id, event_type::exhausted, 1, 20s));
+  BOOST_TEST(log.count(id, event_type::retried) == 0u);
+  BOOST_TEST(s.scalar("SELECT count(*)" + dead_where(id)) == 1);
+  BOOST_TEST(s.scalar("SELECT count(*)" + job_where(id) + " AND state = 'running'") == 0);
+  BOOST_TEST(contains(s.text("SELECT last_error_message" + dead_where(id)),
+                      "malformed args for job kind 'charge'"));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note'") == 0);
+  BOOST_TEST(calls.load() == 0); // the args never parsed
+  // The follow-up's failure is logged, saying which follow-up and why.
+  BOOST_TEST(aw::test::wait_until(
+    [&] {
+      return captured.has("a follow-up of job kind 'charge' (on exhausted of job "
+                          + std::to_string(id) + ") failed");
+    },
+    patience));
+  BOOST_TEST(!node.rt().wait_for(0ms).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(failing_rescue_follow_up_leaves_the_rescue_applied) {

@@ -120,6 +120,18 @@ BOOST_AUTO_TEST_CASE(a_transactional_kind_runs_only_in_a_runtime) {
   BOOST_TEST(out.message.find("transactional") != std::string::npos, out.message);
 }
 
+BOOST_AUTO_TEST_CASE(registering_a_callback_without_a_database_names_the_registration_that_works) {
+  aw::registry reg;
+  reg.add_raw("approve", [](const nlohmann::json&, const aw::job_context& ctx) {
+    ctx.register_callback();
+  });
+  // registry::run has no database: the error says how an id is registered
+  // instead, with a name the registry has.
+  auto out = reg.run(make_job("approve", "{}"));
+  BOOST_TEST(contains(out.message, "registry::register_callback_on_start"),
+             out.message);
+}
+
 BOOST_AUTO_TEST_CASE(builtin_fail_fails_its_first_n_attempts) {
   aw::registry reg;
   aw::register_builtin_kinds(reg);
