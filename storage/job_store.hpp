@@ -317,10 +317,41 @@ private:
   pqxx::result run(pqxx::transaction_base& tx, const char* name,
                    Args&&... args);
 
-  /// finish()'s work, in `tx` (not committed).
+  /// finish()'s work, in `tx` (not committed): the parts below, in order.
   std::vector<finish_report>
   finish_in(pqxx::transaction_base& tx, const std::vector<job_outcome>& outcomes,
             exhausted_follow_ups exhausted = exhausted_follow_ups::in_transaction);
+
+  /// Outcomes of lane jobs: completions as receipts (their reports
+  /// filled); the others' jobs made running rows of their batches. Returns
+  /// the ids so made, sorted (the rest of them are stale).
+  std::vector<int64_t> finish_lane_jobs(pqxx::transaction_base& tx,
+                                        const std::vector<job_outcome>& outcomes,
+                                        std::vector<finish_report>& reports);
+
+  /// Completions of row-claimed jobs, each guarded by its lease.
+  void complete_row_jobs(pqxx::transaction_base& tx,
+                         const std::vector<job_outcome>& outcomes,
+                         std::vector<finish_report>& reports);
+
+  /// Every outcome but a completion, of row-claimed jobs and of the lane
+  /// jobs in `materialized` (sorted ids).
+  void record_other_outcomes(pqxx::transaction_base& tx,
+                             const std::vector<job_outcome>& outcomes,
+                             const std::vector<int64_t>& materialized,
+                             std::vector<finish_report>& reports);
+
+  /// Parks job `o` waiting for its callback, and applies the resolution
+  /// that came while it ran, if one did (both commit together).
+  void park(pqxx::transaction_base& tx, const job_outcome& o,
+            finish_report& report);
+
+  /// The follow-ups of the transitions in `reports`, inserted in `tx`
+  /// (those of rescues, and of dead-letterings when `exhausted` says so,
+  /// are left for after the commit).
+  void insert_follow_ups(pqxx::transaction_base& tx,
+                         const std::vector<finish_report>& reports,
+                         exhausted_follow_ups exhausted);
 
   /// transact()'s parts. A group's transaction while it is open.
   struct group_state;
