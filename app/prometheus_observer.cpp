@@ -149,7 +149,7 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
                     "the queues), else 0.")
               .Register(*registry_)) {
   if (databases.empty())
-    databases.emplace_back("default");
+    databases.emplace_back(defaults::database_name);
   for (auto& name : databases) {
     auto h = std::make_unique<database_health>();
     h->name = name;
