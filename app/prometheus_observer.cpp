@@ -11,6 +11,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "actor_worker/config/seconds.hpp"
+
 namespace aw {
 
 namespace {
@@ -452,7 +454,8 @@ void prometheus_observer::recorded(const job_outcome& o, execution_result r) {
   }
   ++bucket.outcomes[static_cast<size_t>(r)];
   if (r != execution_result::lost)
-    s.duration->Observe(static_cast<double>(o.duration_ms) / 1000.0);
+    s.duration->Observe(
+      fractional_seconds(std::chrono::milliseconds{o.duration_ms}));
 }
 
 void prometheus_observer::rescued(const rescued_job& job) {
