@@ -22,8 +22,8 @@
 #include "actor_worker/storage/admin_jobs.hpp"
 #include "actor_worker/storage/admin_nodes.hpp"
 #include "actor_worker/storage/admin_queues.hpp"
-#include "actor_worker/storage/dashboard.hpp"
-#include "actor_worker/storage/periodic.hpp"
+#include "actor_worker/storage/dashboard_queries.hpp"
+#include "actor_worker/storage/periodic_schedules.hpp"
 
 namespace aw {
 

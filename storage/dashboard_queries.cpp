@@ -1,4 +1,4 @@
-#include "actor_worker/storage/dashboard.hpp"
+#include "actor_worker/storage/dashboard_queries.hpp"
 
 #include <algorithm>
 #include <limits>
