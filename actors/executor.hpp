@@ -33,6 +33,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actor_worker/actors/job_runner.hpp"
+#include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/actors.hpp"
 
 namespace aw {
@@ -51,7 +52,7 @@ struct executor_config {
   hook_dispatcher_actor hooks;
   /// How long past its deadline a handler that ignores the cancellation is
   /// waited for before the run is given up.
-  std::chrono::milliseconds abandon_grace{30'000};
+  std::chrono::milliseconds abandon_grace = defaults::heartbeat_interval;
 };
 
 /// The run in progress.

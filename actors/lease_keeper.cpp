@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/config/config.hpp"
+#include "actor_worker/config/lease.hpp"
 #include "actor_worker/messages/error.hpp"
 
 namespace aw {
@@ -119,7 +120,8 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
   // rounds then come every two intervals; so wait no longer than until the
   // first of these jobs is due to be abandoned, or the watchdog would act
   // up to a whole interval late, when another node may already reclaim.
-  auto limit = st.cfg.reclaim_window - st.cfg.heartbeat_interval;
+  auto limit =
+    lease_length(st.cfg.reclaim_window, st.cfg.heartbeat_interval);
   auto due = sent_at + limit;
   for (auto claimed : snap->claimed_at)
     due = std::min(due, std::max(claimed, st.last_refresh) + limit);
@@ -150,7 +152,8 @@ void heartbeat(lease_keeper_pointer self, std::shared_ptr<snapshot> snap) {
         // The watchdog: give up a job locally one heartbeat before another
         // node may reclaim it.
         auto now = self->clock().now();
-        auto limit = st.cfg.reclaim_window - st.cfg.heartbeat_interval;
+        auto limit =
+          lease_length(st.cfg.reclaim_window, st.cfg.heartbeat_interval);
         std::vector<size_t> abandon;
         for (size_t i = 0; i < snap->ids.size(); ++i) {
           auto fresh = std::max(snap->claimed_at[i], st.last_refresh);

@@ -23,8 +23,8 @@
 // job, not the operator's.
 //
 // With [periodic.NAME] schedules it spawns the periodic scheduler
-// (actors/periodic.hpp), linked: the scheduler runs where and while
-// maintenance does, and a crash of either restarts both.
+// (actors/periodic_scheduler.hpp), linked: the scheduler runs where and
+// while maintenance does, and a crash of either restarts both.
 //
 // It works over a storage actor (a connection) of its own, so neither a
 // vacuum nor a large rescue ever delays claims or heartbeats (a rescue
@@ -35,7 +35,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actor_worker/actors/periodic.hpp"
+#include "actor_worker/actors/periodic_scheduler.hpp"
 #include "actor_worker/config/defaults.hpp"
 #include "actor_worker/messages/actors.hpp"
 

@@ -16,13 +16,14 @@
 #include "actor_worker/app/periodic_status.hpp"
 #include "actor_worker/app/prometheus_observer.hpp"
 #include "actor_worker/app/utf8.hpp"
+#include "actor_worker/config/seconds.hpp"
 #include "actor_worker/messages/printable.hpp"
 #include "actor_worker/storage/admin_dead_letters.hpp"
 #include "actor_worker/storage/admin_jobs.hpp"
 #include "actor_worker/storage/admin_nodes.hpp"
 #include "actor_worker/storage/admin_queues.hpp"
-#include "actor_worker/storage/dashboard.hpp"
-#include "actor_worker/storage/periodic.hpp"
+#include "actor_worker/storage/dashboard_queries.hpp"
+#include "actor_worker/storage/periodic_schedules.hpp"
 
 namespace aw {
 
@@ -404,8 +405,7 @@ struct dashboard::impl {
                             ? json(unix_seconds(*snapshot.taken))
                             : json(nullptr)},
              {"interval_seconds",
-              std::chrono::duration<double>(cfg.metrics.queue_stats_interval)
-                .count()}}},
+              fractional_seconds(cfg.metrics.queue_stats_interval)}}},
            {"queues", std::move(list)},
            {"throughput", throughput_of(db)},
            {"ready", ready ? ready->to_json() : json(nullptr)}});

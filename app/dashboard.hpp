@@ -49,8 +49,8 @@
 //
 // Every request passes the checks of app/dashboard_security.hpp first;
 // every action writes its audit_log row in its own transaction. The data
-// comes through storage/dashboard.hpp and the admin CLI's storage code on
-// a few connections per database (app/dashboard_pool.hpp), opened on
+// comes through storage/dashboard_queries.hpp and the admin CLI's storage
+// code on a few connections per database (app/dashboard_pool.hpp), opened on
 // first use: an unreachable database answers 503 for the requests that
 // name it, and the others go on.
 

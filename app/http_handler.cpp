@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 
 #include "actor_worker/app/job_protocol.hpp"
+#include "actor_worker/config/seconds.hpp"
 
 namespace aw {
 
@@ -41,7 +42,7 @@ parse_retry_after(const std::string& text) {
     return std::nullopt;
   if (std::all_of(v.begin(), v.end(),
                   [](unsigned char c) { return std::isdigit(c); })) {
-    auto max_s = defaults::max_duration.count() / 1000;
+    auto max_s = whole_seconds(defaults::max_duration);
     if (v.size() > 12)
       return defaults::max_duration;
     return std::chrono::milliseconds{std::min<int64_t>(std::stoll(v), max_s)

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "actor_worker/config/config.hpp"
+#include "actor_worker/config/seconds.hpp"
 
 namespace aw {
 
@@ -29,7 +30,7 @@ std::chrono::milliseconds duration_field(const nlohmann::json& object,
     if (!std::isfinite(seconds) || seconds < 0
         || seconds * 1000 > static_cast<double>(defaults::max_duration.count()))
       throw bad("must be a number of seconds from 0 to "
-                + std::to_string(defaults::max_duration.count() / 1000));
+                + std::to_string(whole_seconds(defaults::max_duration)));
     return std::chrono::milliseconds{std::llround(seconds * 1000)};
   }
   throw bad("must be a duration such as \"30s\" or a number of seconds");

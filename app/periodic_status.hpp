@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actor_worker/config/config.hpp"
-#include "actor_worker/messages/periodic.hpp"
+#include "actor_worker/messages/periodic_schedule.hpp"
 
 namespace aw {
 

@@ -11,6 +11,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "actor_worker/config/seconds.hpp"
+
 namespace aw {
 
 namespace {
@@ -149,7 +151,7 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
                     "the queues), else 0.")
               .Register(*registry_)) {
   if (databases.empty())
-    databases.emplace_back("default");
+    databases.emplace_back(defaults::database_name);
   for (auto& name : databases) {
     auto h = std::make_unique<database_health>();
     h->name = name;
@@ -453,7 +455,8 @@ void prometheus_observer::recorded(const job_outcome& o, execution_result r) {
   }
   ++bucket.outcomes[static_cast<size_t>(r)];
   if (r != execution_result::lost)
-    s.duration->Observe(static_cast<double>(o.duration_ms) / 1000.0);
+    s.duration->Observe(
+      fractional_seconds(std::chrono::milliseconds{o.duration_ms}));
 }
 
 void prometheus_observer::rescued(const rescued_job& job) {

@@ -111,7 +111,7 @@ public:
   /// `queue` label (the first met); later ones are labelled "other".
   prometheus_observer(std::vector<std::string> kinds,
                       std::vector<std::string> queues, std::string version,
-                      std::vector<std::string> databases = {"default"},
+                      std::vector<std::string> databases = {defaults::database_name},
                       int max_other_queues = defaults::max_metric_queues);
   ~prometheus_observer() override;
 

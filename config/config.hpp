@@ -293,7 +293,8 @@ enum class catch_up_policy {
 const char* to_string(catch_up_policy p);
 
 /// [periodic.NAME]: a job enqueued on a cron schedule, once per tick across
-/// the whole cluster (see docs/periodic.md and actors/periodic.hpp).
+/// the whole cluster (see docs/periodic.md and
+/// actors/periodic_scheduler.hpp).
 /// A cluster's schedules are the top level's: every node has the same.
 struct periodic_config {
   /// The section's name: the schedule's identity (periodic_schedules.name).

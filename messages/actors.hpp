@@ -18,7 +18,7 @@
 
 #include "actor_worker/messages/atoms.hpp"
 #include "actor_worker/messages/job.hpp"
-#include "actor_worker/messages/periodic.hpp"
+#include "actor_worker/messages/periodic_schedule.hpp"
 
 namespace aw {
 

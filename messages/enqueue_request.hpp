@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actor_worker/config/defaults.hpp"
+
 namespace aw {
 
 /// Makes a job unique: at most one job with the same key among the jobs in
@@ -31,7 +33,7 @@ struct unique_options {
 /// Options of one enqueued job. Every field has the column's default.
 struct insert_options {
   /// The queue that runs it.
-  std::string queue = "default";
+  std::string queue = defaults::queue;
   /// Lower runs first, as in `nice`; negative allowed.
   int priority = 0;
   /// Runs at most this many times; unset uses the worker's max_retries + 1.

@@ -2,6 +2,8 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/config/seconds.hpp"
+
 #include "sql_statements.hpp"
 
 namespace aw::storage {
@@ -64,7 +66,7 @@ int64_t purge_dead_letters(pqxx::connection_base& conn,
                            std::optional<std::chrono::milliseconds> older_than,
                            const std::string& queue) {
   pqxx::work tx(conn);
-  double seconds = older_than ? static_cast<double>(older_than->count()) / 1000.0
+  double seconds = older_than ? fractional_seconds(*older_than)
                               : -1.0;
   auto result = tx.exec_params0(sql::admin_dead_letters_purge, seconds, queue);
   tx.commit();

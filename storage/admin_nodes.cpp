@@ -2,6 +2,8 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/config/seconds.hpp"
+
 #include "sql_statements.hpp"
 
 namespace aw::storage {
@@ -10,8 +12,7 @@ std::string nodes_json(pqxx::connection_base& conn,
                        std::chrono::milliseconds reclaim_window) {
   pqxx::read_transaction tx(conn);
   auto row = tx.exec_params1(sql::nodes_list,
-                             static_cast<double>(reclaim_window.count())
-                               / 1000.0);
+                             fractional_seconds(reclaim_window));
   return row["nodes"].as<std::string>();
 }
 
@@ -20,8 +21,7 @@ bool kind_unserved(pqxx::connection_base& conn, const std::string& kind,
                    std::chrono::milliseconds reclaim_window) {
   pqxx::read_transaction tx(conn);
   auto row = tx.exec_params1(sql::kind_unserved, kind, queue,
-                             static_cast<double>(reclaim_window.count())
-                               / 1000.0);
+                             fractional_seconds(reclaim_window));
   return row["unserved"].as<bool>();
 }
 

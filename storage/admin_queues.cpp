@@ -4,6 +4,7 @@
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/config/seconds.hpp"
 #include "actor_worker/storage/queue_samples.hpp"
 #include "sql_statements.hpp"
 
@@ -45,7 +46,7 @@ nlohmann::json queues_overview(pqxx::connection_base& conn,
   queue_samples_settings(tx);
   for (const auto& row :
        tx.exec_params(sql::queue_samples,
-                      static_cast<double>(reclaim_window.count()) / 1000.0)) {
+                      fractional_seconds(reclaim_window))) {
     auto& q = entry(row["queue"].as<std::string>());
     auto state = row["state"].as<std::string>();
     auto jobs = row["jobs"].is_null() ? int64_t{0} : row["jobs"].as<int64_t>();

@@ -23,7 +23,7 @@
 #include "actor_worker/messages/enqueue_request.hpp"
 #include "actor_worker/messages/job.hpp"
 #include "actor_worker/messages/observer.hpp"
-#include "actor_worker/messages/periodic.hpp"
+#include "actor_worker/messages/periodic_schedule.hpp"
 
 namespace aw::storage {
 
@@ -175,7 +175,7 @@ public:
 
   /// Takes `tick` of its schedule and enqueues its job in one transaction;
   /// the job's id, or 0 when another scheduler took this tick or a later
-  /// one (storage/periodic.hpp).
+  /// one (storage/periodic_schedules.hpp).
   virtual caf::expected<int64_t> enqueue_tick(const periodic_tick& tick) = 0;
 
   /// Verifies every table, column and function the statements use:

@@ -55,16 +55,16 @@ struct job_store_options {
   /// write checks it, so a worker never changes a run it no longer owns.
   std::string worker_id;
   /// Failed attempts before dead-lettering, for jobs without max_attempts.
-  int max_retries = 20;
+  int max_retries = defaults::max_retries;
   /// 0 deletes completed rows at once instead of keeping them.
   std::chrono::milliseconds completed_retention{0};
   /// Dead letters older than this are deleted by delete_expired(); 0 keeps
   /// them.
   std::chrono::milliseconds dead_letter_retention{0};
   /// A job whose lease is older than this is rescued.
-  std::chrono::milliseconds reclaim_window{120'000};
+  std::chrono::milliseconds reclaim_window = defaults::reclaim_window;
   /// The heartbeat interval.
-  std::chrono::milliseconds heartbeat_interval{30'000};
+  std::chrono::milliseconds heartbeat_interval = defaults::heartbeat_interval;
   /// This process, for its row in worker_nodes: node name, host, version
   /// and the queues it serves.
   std::string node;
@@ -95,7 +95,7 @@ struct transactional_run {
   job_outcome job;
   /// The longest its transaction may stay open (statement and idle
   /// timeouts), counted from the group's start.
-  std::chrono::milliseconds limit{30'000};
+  std::chrono::milliseconds limit = defaults::transaction_timeout;
   /// Fires when the run is stopped (deadline, lost lease, cancel request,
   /// shutdown): a statement of it then running is cancelled.
   cancellation_token cancel;

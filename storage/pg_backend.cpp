@@ -3,7 +3,7 @@
 #include <pqxx/pqxx>
 
 #include "actor_worker/storage/db_error.hpp"
-#include "actor_worker/storage/periodic.hpp"
+#include "actor_worker/storage/periodic_schedules.hpp"
 #include "actor_worker/storage/schema_check.hpp"
 
 namespace aw::storage {

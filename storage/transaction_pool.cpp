@@ -6,6 +6,7 @@
 #include <pqxx/except>
 
 #include "actor_worker/config/defaults.hpp"
+#include "actor_worker/config/lease.hpp"
 
 namespace aw::storage {
 
@@ -50,9 +51,11 @@ std::chrono::milliseconds
 transaction_pool::limit_for(int64_t deadline_ms,
                             std::chrono::milliseconds elapsed) const {
   using std::chrono::milliseconds;
-  // A lease lasts the reclaim window past the last heartbeat round that
-  // saw it; rounds come every heartbeat_interval.
-  auto lease = opts_.reclaim_window - 2 * opts_.heartbeat_interval;
+  // The transaction must end before the watchdog gives the run up, a
+  // lease_length after the heartbeat round that last saw it; rounds come
+  // every heartbeat_interval, so that one may be an interval old by now.
+  auto lease = lease_length(opts_.reclaim_window, opts_.heartbeat_interval)
+               - opts_.heartbeat_interval;
   auto limit = std::min(limit_, std::max(lease, milliseconds{1000}));
   if (deadline_ms > 0)
     limit = std::min(limit, milliseconds{deadline_ms} - elapsed);

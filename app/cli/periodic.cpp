@@ -10,7 +10,7 @@
 
 #include "actor_worker/app/periodic_status.hpp"
 #include "actor_worker/messages/printable.hpp"
-#include "actor_worker/storage/periodic.hpp"
+#include "actor_worker/storage/periodic_schedules.hpp"
 
 namespace aw::cli {
 

@@ -7,7 +7,7 @@
 
 #include "actor_fixture.hpp"
 
-#include "actor_worker/actors/periodic.hpp"
+#include "actor_worker/actors/periodic_scheduler.hpp"
 
 using namespace std::chrono_literals;
 using namespace aw;

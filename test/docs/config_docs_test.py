@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""docs/configuration.md documents every key config/load.cpp accepts, with
+"""docs/configuration.md documents every key config/load*.cpp accept, with
 the default config/defaults.hpp gives it (ctest docs_config_keys).
 
   config_docs_test.py SOURCE_DIR
 
-The keys come from load.cpp's reject_unknown() calls (the allowed keys of
+The keys come from the loader's reject_unknown() calls (the allowed keys of
 each section); a section is named by the call's prefix argument, or, for a
 variable prefix, by the function it is in (SECTION_OF below: a new reader
 must be added there). The page's "Every key" part has a `### [SECTION]`
@@ -14,6 +14,7 @@ constant of the key's own name) must show that value. examples/worker.toml
 is checked the same way: a key it sets to a value differing from the
 default must say so in its comment ("not the default").
 """
+import glob
 import re
 import sys
 
@@ -26,7 +27,7 @@ SECTION_OF = {
     ("read_periodic", "p"): ["periodic.NAME"],
     ("read_database", "p"): ["database", "databases.NAME"],
     ("read_queue", "p"): ["queues.NAME"],
-    ("read_top_level", "p"): ["scheduler"],
+    ("read_scheduler", "p"): ["scheduler"],
     ("read_node", "p"): ["nodes.NAME"],
 }
 # (section, key) -> constant of defaults.hpp, or None: no constant.
@@ -56,8 +57,25 @@ def fail(msg):
     failures.append(msg)
 
 
-# -- the keys load.cpp accepts ------------------------------------------------
-load = open(f"{SRC}/config/load.cpp").read()
+# -- the keys config/load*.cpp accept -----------------------------------------
+# The loader's files one after the other; where() names a line's own file.
+load_files = sorted(glob.glob(f"{SRC}/config/load*.cpp"))
+load = ""
+line_file = []  # line of `load` -> (file, its line there)
+for path in load_files:
+    text = open(path).read()
+    if not text.endswith("\n"):
+        text += "\n"
+    load += text
+    name = path[len(SRC) + 1:]
+    line_file += [(name, n + 1) for n in range(text.count("\n"))]
+
+
+def where(line_no):
+    name, n = line_file[line_no]
+    return f"{name}:{n}"
+
+
 worker_keys = re.search(r"worker_keys\(\) \{\s*static const std::set<std::string> keys\{(.*?)\};",
                         load, re.S)
 worker_keys = re.findall(r'"(\w+)"', worker_keys.group(1))
@@ -94,7 +112,7 @@ for m in re.finditer(r"reject_unknown\(", load):
     else:
         names = re.findall(r'"(\w+)"', keys)
         if not names:
-            fail(f"load.cpp:{line_no + 1}: cannot read the keys of reject_unknown({call})")
+            fail(f"{where(line_no)}: cannot read the keys of reject_unknown({call})")
     if prefix == '""':
         continue  # the top level: the sections themselves
     lit = re.fullmatch(r'"([\w.]+)\."', prefix)
@@ -103,7 +121,7 @@ for m in re.finditer(r"reject_unknown\(", load):
     elif (fn, prefix) in SECTION_OF:
         sections = SECTION_OF[(fn, prefix)]
     else:
-        fail(f"load.cpp:{line_no + 1}: reject_unknown in {fn}() with prefix {prefix}: "
+        fail(f"{where(line_no)}: reject_unknown in {fn}() with prefix {prefix}: "
              "name its section in SECTION_OF of test/docs/config_docs_test.py")
         continue
     for s in sections:
@@ -113,7 +131,7 @@ node_keys = accepted.get("nodes.NAME", set())
 accepted["nodes.NAME"] = {k for k in node_keys if k not in worker_keys}
 for must in ("database", "worker", "queues.NAME", "http", "periodic.NAME", "kinds.NAME"):
     if not accepted.get(must):
-        fail(f"found no keys of [{must}] in config/load.cpp: the test's parser is out of date")
+        fail(f"found no keys of [{must}] in config/load*.cpp: the test's parser is out of date")
 
 # -- defaults.hpp -------------------------------------------------------------
 UNIT = {"ms": 1, "s": 1000, "min": 60000, "h": 3600000}

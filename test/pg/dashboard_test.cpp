@@ -1,4 +1,5 @@
-// The dashboard's storage against a real database (storage/dashboard.hpp):
+// The dashboard's storage against a real database
+// (storage/dashboard_queries.hpp):
 // the error fingerprint rules (migrations/011_dashboard.sql); job pages that
 // list exactly what the `jobs` view holds, state by state, paged to the end
 // with small scan budgets (lane and row-per-state jobs, every state);
@@ -18,7 +19,7 @@
 #include "pg_fixture.hpp"
 #include "pg_helpers.hpp"
 #include "actor_worker/storage/admin_dead_letters.hpp"
-#include "actor_worker/storage/dashboard.hpp"
+#include "actor_worker/storage/dashboard_queries.hpp"
 #include "actor_worker/storage/job_store.hpp"
 
 using namespace std::chrono_literals;

@@ -20,7 +20,7 @@
 #include <pqxx/pqxx>
 
 #include "pg_fixture.hpp"
-#include "actor_worker/storage/periodic.hpp"
+#include "actor_worker/storage/periodic_schedules.hpp"
 
 using namespace std::chrono_literals;
 

@@ -1,6 +1,6 @@
 #pragma once
-// What the periodic scheduler (actors/periodic.hpp) and storage exchange:
-// a schedule's row in periodic_schedules, and a tick to enqueue.
+// What the periodic scheduler (actors/periodic_scheduler.hpp) and storage
+// exchange: a schedule's row in periodic_schedules, and a tick to enqueue.
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "actor_worker/actors/periodic.hpp"
+#include "actor_worker/actors/periodic_scheduler.hpp"
 
 #include <algorithm>
 

@@ -1,10 +1,11 @@
-#include "actor_worker/storage/dashboard.hpp"
+#include "actor_worker/storage/dashboard_queries.hpp"
 
 #include <algorithm>
 #include <limits>
 
 #include <pqxx/pqxx>
 
+#include "actor_worker/config/seconds.hpp"
 #include "actor_worker/storage/queue_samples.hpp"
 #include "sql_statements.hpp"
 
@@ -203,7 +204,7 @@ queue_samples dashboard_queue_samples(pqxx::connection_base& conn,
   pqxx::read_transaction tx(conn);
   queue_samples_settings(tx);
   return to_queue_samples(tx.exec_params(
-    sql::queue_samples, static_cast<double>(reclaim_window.count()) / 1000.0));
+    sql::queue_samples, fractional_seconds(reclaim_window)));
 }
 
 int64_t count_dead_letters(pqxx::connection_base& conn,

@@ -1,4 +1,4 @@
-#include "actor_worker/storage/periodic.hpp"
+#include "actor_worker/storage/periodic_schedules.hpp"
 
 #include <chrono>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "actor_worker/messages/periodic.hpp"
+#include "actor_worker/messages/periodic_schedule.hpp"
 
 namespace pqxx {
 class transaction_base;
