@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_worker/actors/executor.hpp"
+#include "actor_worker/config/seconds.hpp"
 #include "actor_worker/messages/error.hpp"
 
 namespace aw {
@@ -914,7 +915,7 @@ poller_internal::behavior_type poller_behavior(poller_pointer self,
                      "round trip p50 {:.1f} ms, p99 {:.1f} ms",
                      st.cfg.queue, st.completed, st.failed, st.snoozed,
                      st.cancelled, st.parked, st.stale,
-                     st.cfg.report_interval.count() / 1000, st.running.size(),
+                     whole_seconds(st.cfg.report_interval), st.running.size(),
                      st.buffer.size(), st.claim_rtts.size(), p50, p99);
       }
       st.completed = st.failed = st.snoozed = st.cancelled = st.parked

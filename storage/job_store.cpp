@@ -17,6 +17,8 @@
 #include <pqxx/pqxx>
 
 #include "actor_worker/config/defaults.hpp"
+#include "actor_worker/config/lease.hpp"
+#include "actor_worker/config/seconds.hpp"
 #include "actor_worker/messages/outcome.hpp"
 #include "actor_worker/storage/callbacks.hpp"
 #include "actor_worker/storage/queue_samples.hpp"
@@ -1208,13 +1210,13 @@ std::vector<int64_t> job_store::heartbeat(const std::vector<int64_t>& leases) {
   // committed), older than the reclaim window: a claim's reply reaches
   // its poller long before, so none in flight is taken.
   run(tx, "aw_take_back_orphans", opts_.worker_id, to_array_literal(leases),
-      opts_.reclaim_window.count() / 1000.0);
+      fractional_seconds(opts_.reclaim_window));
   return out;
 }
 
 std::vector<rescued_job> job_store::rescue(int limit) {
   connect();
-  double window = opts_.reclaim_window.count() / 1000.0;
+  double window = fractional_seconds(opts_.reclaim_window);
   pqxx::work tx(*conn_, "aw_rescue");
   auto rows = run(tx, "aw_rescue", window, opts_.max_retries, limit);
   tx.commit();
@@ -1254,20 +1256,20 @@ void job_store::enqueue_follow_ups(const std::vector<job_event>& events) {
 
 int64_t job_store::delete_expired(int batch) {
   connect();
-  double seconds = opts_.completed_retention.count() / 1000.0;
+  double seconds = fractional_seconds(opts_.completed_retention);
   pqxx::work tx(*conn_, "aw_cleanup");
   auto result = run(tx, "aw_cleanup", seconds, batch);
   int64_t deleted = result.affected_rows();
   run(tx, "aw_close_batches", batch);
   if (opts_.dead_letter_retention.count() > 0) {
-    double dead_seconds = opts_.dead_letter_retention.count() / 1000.0;
+    double dead_seconds = fractional_seconds(opts_.dead_letter_retention);
     deleted += run(tx, "aw_cleanup_dead_letters", dead_seconds, batch)
                  .affected_rows();
   }
   run(tx, "aw_cleanup_cancel_requests", batch);
   run(tx, "aw_cleanup_starts", batch);
   // Processes gone for ten reclaim windows (not counted: not jobs).
-  run(tx, "aw_cleanup_nodes", 10 * opts_.reclaim_window.count() / 1000.0);
+  run(tx, "aw_cleanup_nodes", 10 * fractional_seconds(opts_.reclaim_window));
   tx.commit();
   return deleted;
 }
@@ -1283,7 +1285,7 @@ bool job_store::refresh_node(int64_t held, bool candidate) {
   // are taken back here (see heartbeat()).
   if (held == 0)
     run(tx, "aw_take_back_orphans", opts_.worker_id, std::string{"{}"},
-        opts_.reclaim_window.count() / 1000.0);
+        fractional_seconds(opts_.reclaim_window));
   return !rows.empty() && rows[0][0].as<bool>();
 }
 
@@ -1299,7 +1301,8 @@ double job_store::leader_lease_seconds() const {
   // Renewed every heartbeat round: a killed leader's lease runs out, and
   // the next candidate round (at most one interval later) takes it, within
   // the reclaim window (config validation keeps it >= 3 intervals).
-  return (opts_.reclaim_window - opts_.heartbeat_interval).count() / 1000.0;
+  return fractional_seconds(lease_length(opts_.reclaim_window,
+                                         opts_.heartbeat_interval));
 }
 
 std::vector<std::string> job_store::apply_queue_controls() {
@@ -1373,7 +1376,7 @@ queue_samples job_store::sample_queues() {
   pqxx::read_transaction tx(*conn_, "aw_queue_samples");
   queue_samples_settings(tx);
   return to_queue_samples(run(tx, "aw_queue_samples",
-                              opts_.reclaim_window.count() / 1000.0));
+                              fractional_seconds(opts_.reclaim_window)));
 }
 
 std::vector<std::string> job_store::maintain_ring(int max_carried) {
@@ -1412,7 +1415,7 @@ std::vector<std::string> job_store::maintain_ring(int max_carried) {
                    "set_config('idle_in_transaction_session_timeout', $2, true)",
                    lock_timeout,
                    std::to_string(defaults::ring_idle_timeout.count()) + "ms");
-    auto r = run(tx, "aw_recycle", retention.count() / 1000.0, max_carried);
+    auto r = run(tx, "aw_recycle", fractional_seconds(retention), max_carried);
     tx.commit();
     if (!r.empty() && !r[0]["done"].is_null())
       done.push_back(r[0]["done"].as<std::string>());
