@@ -282,17 +282,18 @@ void log_recorded(const job_outcome& o, const storage::finish_report& r) {
 /// message per poller), events to the hooks.
 void deliver(storage_pointer self, const pending_outcome* entries,
              size_t count, std::vector<storage::finish_report>& reports,
-             storage::exhausted_follow_ups exhausted
-             = storage::exhausted_follow_ups::in_transaction) {
+             storage::failure_follow_ups failures
+             = storage::failure_follow_ups::in_transaction) {
   auto& st = self->state;
   std::map<caf::actor_addr, std::pair<poller_actor, std::vector<outcome_report>>>
     by_poller;
   std::vector<job_event> rescues;
-  // Dead-letterings recorded without their follow-ups (record_instead).
-  std::vector<job_event> dead;
-  auto left_out = [&](const job_event& e) {
-    return exhausted == storage::exhausted_follow_ups::after_commit
-           && e.type == event_type::exhausted && !e.job_json.empty();
+  // Retries and dead-letterings recorded without their follow-ups
+  // (record_instead).
+  std::vector<job_event> retried, dead;
+  auto left_out = [&](const job_event& e, event_type type) {
+    return failures == storage::failure_follow_ups::after_commit
+           && e.type == type && !e.job_json.empty();
   };
   // (Checked once: a drain of 100,000 jobs a second must not format 100,000
   // lines nobody reads.)
@@ -326,13 +327,17 @@ void deliver(storage_pointer self, const pending_outcome* entries,
       }
       rescues.push_back(r.event);
     }
-    if (r.has_event && left_out(r.event))
-      dead.push_back(r.event);
-    if (r.has_resolution && left_out(r.resolution))
-      dead.push_back(r.resolution);
+    for (const auto* e : {r.has_event ? &r.event : nullptr,
+                          r.has_resolution ? &r.resolution : nullptr}) {
+      if (e != nullptr && left_out(*e, event_type::exhausted))
+        dead.push_back(*e);
+      if (e != nullptr && left_out(*e, event_type::retried))
+        retried.push_back(*e);
+    }
   }
   follow_ups_after_commit(self, rescues, "rescue", "rescues");
   follow_ups_after_commit(self, dead, "exhausted", "dead letters");
+  follow_ups_after_commit(self, retried, "retried", "retries");
   for (size_t i = 0; i < count; ++i) {
     if (reports[i].has_event)
       publish(self, std::move(reports[i].event));
@@ -352,10 +357,10 @@ void deliver(storage_pointer self, const pending_outcome* entries,
       self->send(entry.first, committed_atom::value, std::move(entry.second));
 }
 
-/// Whether recording `o` may move its job to the dead letter queue: a
-/// failure, or a park that applies a failing resolution that came while
-/// the job ran.
-bool may_dead_letter(const job_outcome& o) {
+/// Whether recording `o` may retry its job or move it to the dead letter
+/// queue: a failure, or a park that applies a resolution (a failure or a
+/// retry) that came while the job ran.
+bool may_retry_or_dead_letter(const job_outcome& o) {
   switch (o.kind) {
     case outcome_kind::retryable_failure:
     case outcome_kind::terminal_failure:
@@ -370,11 +375,13 @@ bool may_dead_letter(const job_outcome& o) {
 /// Outcome pending[i], which the database refuses on its own for a reason
 /// that is not connectivity (typically a follow-up whose callable threw or
 /// whose INSERT failed, which rolled the transition back), is recorded
-/// again, if it may dead-letter its job, with the follow-ups of a
-/// dead-lettering left for after the commit: a job whose attempts are
-/// exhausted reaches the dead letter queue whatever its follow-ups do.
-/// What is still refused is recorded as a retryable failure instead, so
-/// the job runs again later. If even that is refused, the job stays
+/// again, if it may retry or dead-letter its job, with the follow-ups of a
+/// retry or a dead-lettering left for after the commit: a failed job is
+/// retried, or reaches the dead letter queue once its attempts are
+/// exhausted, whatever its follow-ups do. What is still refused is
+/// recorded as a retryable failure instead (its follow-ups after the
+/// commit too), so the job runs again later. If even that is refused, the
+/// job stays
 /// running until its lease is reclaimed. Returns the error when the
 /// database became unreachable meanwhile (then nothing was delivered and
 /// the original outcome is to be retried).
@@ -382,8 +389,8 @@ caf::error record_instead(storage_pointer self, size_t i,
                           const caf::error& cause) {
   auto& st = self->state;
   auto& outcome = st.pending[i].outcome;
-  constexpr auto after_commit = storage::exhausted_follow_ups::after_commit;
-  if (may_dead_letter(outcome)) {
+  constexpr auto after_commit = storage::failure_follow_ups::after_commit;
+  if (may_retry_or_dead_letter(outcome)) {
     auto again = st.store->finish({outcome}, st.in_doubt, after_commit);
     if (again) {
       deliver(self, &st.pending[i], 1, *again, after_commit);
@@ -428,7 +435,7 @@ caf::error flush_one_by_one(storage_pointer self) {
   auto& st = self->state;
   for (size_t i = 0; i < st.pending.size(); ++i) {
     auto reports = st.store->finish({st.pending[i].outcome}, st.in_doubt,
-                                    storage::exhausted_follow_ups::in_transaction);
+                                    storage::failure_follow_ups::in_transaction);
     caf::error failure;
     if (reports)
       deliver(self, &st.pending[i], 1, *reports);
@@ -455,7 +462,7 @@ void flush(storage_pointer self) {
   if (!st.pending.empty()) {
     auto batch = pending_outcomes(st);
     auto reports = st.store->finish(batch, st.in_doubt,
-                                    storage::exhausted_follow_ups::in_transaction);
+                                    storage::failure_follow_ups::in_transaction);
     caf::error failure;
     if (reports) {
       deliver(self, st.pending.data(), batch.size(), *reports);

@@ -170,6 +170,7 @@ prometheus_observer::prometheus_observer(std::vector<std::string> kinds,
   follow_up_failures_.Add({{"stage", "outcome"}});
   follow_up_failures_.Add({{"stage", "rescue"}});
   follow_up_failures_.Add({{"stage", "exhausted"}});
+  follow_up_failures_.Add({{"stage", "retried"}});
   for (auto* op : {"claim", "finish", "finish_and_claim", "heartbeat",
                    "cancel_requests", "rescue", "release", "cleanup", "vacuum",
                    "sample_queues", "wait_times", "refresh_node", "resign"})

@@ -58,13 +58,15 @@ struct claim_request {
   int64_t default_deadline_ms = 0;
 };
 
-/// Where finish() inserts the follow-ups of dead-lettered jobs (exhausted).
-enum class exhausted_follow_ups : uint8_t {
+/// Where finish() inserts the follow-ups of failures: of jobs retried
+/// (retried) and of jobs dead-lettered (exhausted).
+enum class failure_follow_ups : uint8_t {
   /// In the outcomes' transaction: both commit or neither does.
   in_transaction,
   /// Not at all: the caller inserts them after the commit, best effort (as
   /// a rescue's), so that a follow-up that fails cannot keep its job from
-  /// the dead letter queue.
+  /// its retry or the dead letter queue (its job would stay running until
+  /// a rescue).
   after_commit,
 };
 
@@ -90,13 +92,13 @@ public:
   /// Records outcomes in one transaction with their follow-ups; one report
   /// per outcome, in order. `in_doubt`: these outcomes were sent before and
   /// the connection broke before the answer, so that commit may have
-  /// happened and must not be counted twice. `exhausted`: whether the
-  /// follow-ups of dead-lettered jobs go in the transaction too. All or
+  /// happened and must not be counted twice. `failures`: whether the
+  /// follow-ups of retried and dead-lettered jobs go in the transaction too. All or
   /// nothing: an error means none was recorded (or, for
   /// database_unavailable, perhaps all).
   virtual caf::expected<std::vector<finish_report>>
   finish(const std::vector<job_outcome>& outcomes, bool in_doubt,
-         exhausted_follow_ups exhausted) = 0;
+         failure_follow_ups failures) = 0;
 
   /// The leases of the jobs this worker holds (claimed_job::lease, one per
   /// job): returns the leases still its own (a rescue took the others
@@ -113,7 +115,8 @@ public:
   virtual caf::expected<std::vector<rescued_job>> rescue(int limit) = 0;
 
   /// Inserts the follow-ups of already committed transitions (rescues,
-  /// and dead-letterings recorded with exhausted_follow_ups::after_commit).
+  /// and retries and dead-letterings recorded with
+  /// failure_follow_ups::after_commit).
   virtual caf::error enqueue_follow_ups(const std::vector<job_event>& events)
     = 0;
 

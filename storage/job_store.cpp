@@ -436,7 +436,7 @@ void job_store::end_lost_backend() {
 
 std::vector<finish_report>
 job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt,
-                  exhausted_follow_ups exhausted) {
+                  failure_follow_ups failures) {
   // A lane completion recorded twice counts once (an outcome records only
   // jobs no receipt of their batch holds yet), and any other outcome finds
   // its lease no longer running the job: once the server process that may
@@ -447,10 +447,10 @@ job_store::finish(const std::vector<job_outcome>& outcomes, bool in_doubt,
   if (lane_completions_only(outcomes)) {
     // The hot path: one statement in autocommit.
     pqxx::nontransaction tx(*conn_, "aw_finish");
-    return finish_in(tx, outcomes, exhausted);
+    return finish_in(tx, outcomes, failures);
   }
   pqxx::work tx(*conn_, "aw_finish");
-  auto reports = finish_in(tx, outcomes, exhausted);
+  auto reports = finish_in(tx, outcomes, failures);
   tx.commit();
   return reports;
 }
@@ -475,12 +475,12 @@ bool has_id(const std::vector<int64_t>& sorted_ids, int64_t id) {
 std::vector<finish_report>
 job_store::finish_in(pqxx::transaction_base& tx,
                      const std::vector<job_outcome>& outcomes,
-                     exhausted_follow_ups exhausted) {
+                     failure_follow_ups failures) {
   std::vector<finish_report> reports(outcomes.size());
   auto materialized = finish_lane_jobs(tx, outcomes, reports);
   complete_row_jobs(tx, outcomes, reports);
   record_other_outcomes(tx, outcomes, materialized, reports);
-  insert_follow_ups(tx, reports, exhausted);
+  insert_follow_ups(tx, reports, failures);
   return reports;
 }
 
@@ -664,17 +664,17 @@ void job_store::park(pqxx::transaction_base& tx, const job_outcome& o,
 
 void job_store::insert_follow_ups(pqxx::transaction_base& tx,
                                   const std::vector<finish_report>& reports,
-                                  exhausted_follow_ups exhausted) {
+                                  failure_follow_ups failures) {
   // Durable follow-ups: inserted in this transaction, so they commit with
   // the transitions that trigger them, or not at all. A rescue's follow-ups
   // are best effort after its commit (the storage actor runs them), and so
-  // are a dead-lettering's when the caller says so.
+  // are a failure's (a retry, a dead-lettering) when the caller says so.
   if (!follow_ups_)
     return;
   auto after_commit = [&](const job_event& e) {
     return e.type == event_type::rescued
-           || (e.type == event_type::exhausted
-               && exhausted == exhausted_follow_ups::after_commit);
+           || ((e.type == event_type::exhausted || e.type == event_type::retried)
+               && failures == failure_follow_ups::after_commit);
   };
   std::vector<enqueue_request> requests;
   for (auto& r : reports) {

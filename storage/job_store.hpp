@@ -169,11 +169,12 @@ public:
   /// happened: the server process that ran it goes first (it may still be
   /// running it), then a lane completion recorded twice counts once, and
   /// any other outcome finds its lease no longer running and reports
-  /// itself stale. `exhausted`: whether the follow-ups of dead-lettered
-  /// jobs are inserted too, or left to the caller (enqueue_follow_ups).
+  /// itself stale. `failures`: whether the follow-ups of retried and
+  /// dead-lettered jobs are inserted too, or left to the caller
+  /// (enqueue_follow_ups).
   std::vector<finish_report>
   finish(const std::vector<job_outcome>& outcomes, bool in_doubt = false,
-         exhausted_follow_ups exhausted = exhausted_follow_ups::in_transaction);
+         failure_follow_ups failures = failure_follow_ups::in_transaction);
 
   /// Runs transactional handlers: the handlers of `runs` (at most
   /// defaults::max_transactional_group; one is a transaction per run) in
@@ -224,8 +225,8 @@ public:
   void serve(const std::vector<std::string>& kinds);
 
   /// Inserts the follow-ups of already committed transitions (rescues, and
-  /// dead-letterings recorded with exhausted_follow_ups::after_commit) in a
-  /// transaction of their own.
+  /// retries and dead-letterings recorded with
+  /// failure_follow_ups::after_commit) in a transaction of their own.
   void enqueue_follow_ups(const std::vector<job_event>& events);
 
   /// Installs the follow-up computation run inside finish()'s transaction.
@@ -320,7 +321,7 @@ private:
   /// finish()'s work, in `tx` (not committed): the parts below, in order.
   std::vector<finish_report>
   finish_in(pqxx::transaction_base& tx, const std::vector<job_outcome>& outcomes,
-            exhausted_follow_ups exhausted = exhausted_follow_ups::in_transaction);
+            failure_follow_ups failures = failure_follow_ups::in_transaction);
 
   /// Outcomes of lane jobs: completions as receipts (their reports
   /// filled); the others' jobs made running rows of their batches. Returns
@@ -347,11 +348,11 @@ private:
             finish_report& report);
 
   /// The follow-ups of the transitions in `reports`, inserted in `tx`
-  /// (those of rescues, and of dead-letterings when `exhausted` says so,
-  /// are left for after the commit).
+  /// (those of rescues, and of retries and dead-letterings when `failures`
+  /// says so, are left for after the commit).
   void insert_follow_ups(pqxx::transaction_base& tx,
                          const std::vector<finish_report>& reports,
-                         exhausted_follow_ups exhausted);
+                         failure_follow_ups failures);
 
   /// transact()'s parts. A group's transaction while it is open.
   struct group_state;

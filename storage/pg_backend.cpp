@@ -41,9 +41,9 @@ public:
 
   caf::expected<std::vector<finish_report>>
   finish(const std::vector<job_outcome>& outcomes, bool in_doubt,
-         exhausted_follow_ups exhausted) override {
+         failure_follow_ups failures) override {
     return guarded("recording outcomes", [&] {
-      return store_.finish(outcomes, in_doubt, exhausted);
+      return store_.finish(outcomes, in_doubt, failures);
     });
   }
 

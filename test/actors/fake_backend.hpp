@@ -82,7 +82,7 @@ public:
 
   caf::expected<std::vector<aw::storage::finish_report>>
   finish(const std::vector<aw::job_outcome>& outcomes, bool in_doubt,
-         aw::storage::exhausted_follow_ups) override {
+         aw::storage::failure_follow_ups) override {
     return write(outcomes, in_doubt, false);
   }
 

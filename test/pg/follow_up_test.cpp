@@ -637,6 +637,51 @@ BOOST_AUTO_TEST_CASE(an_exhausted_job_reaches_the_dead_letter_queue_when_its_fol
   BOOST_TEST(!node.rt().wait_for(0ms).has_value());
 }
 
+BOOST_AUTO_TEST_CASE(a_failed_job_is_retried_when_its_retried_follow_up_fails) {
+  // A failure that is not the last: its on_retried_enqueue follow-up
+  // throws. The retry still commits (the follow-up is tried after it, and
+  // its failure logged), instead of the job staying running until a rescue.
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  aw::test::log_capture captured;
+  aw::test::event_log log;
+  std::atomic<int> calls{0};
+  auto reg = std::make_shared<aw::registry>();
+  reg->add_raw("flaky", [](const nlohmann::json&, const aw::job_context& ctx) {
+    if (ctx.attempt == 1)
+      throw std::runtime_error("gateway timeout");
+  });
+  reg->on_event_kind("flaky", log.hook());
+  reg->on_retried_enqueue<nlohmann::json>(
+    "flaky", [&calls](const nlohmann::json&, const nlohmann::json&,
+                      const std::string&, int, const std::string&) -> note {
+      ++calls;
+      throw std::runtime_error("ledger service down");
+    });
+  aw::test::worker_node node{db.config(4), std::move(reg)};
+  aw::insert_options three;
+  three.max_attempts = 3;
+  auto id = aw::test::enqueue_one(db, "flaky", nlohmann::json::object(), three);
+  BOOST_REQUIRE(log.wait_for(id, event_type::retried, 1, 20s));
+  BOOST_TEST(calls.load() >= 1);
+  BOOST_TEST(s.scalar("SELECT error_count" + job_where(id)) == 1);
+  BOOST_TEST(contains(s.text("SELECT last_error_message" + job_where(id)),
+                      "gateway timeout"));
+  BOOST_TEST(s.text("SELECT state" + job_where(id)) != "running");
+  BOOST_TEST(aw::test::wait_until(
+    [&] {
+      return captured.has("a follow-up of job kind 'flaky' (on retried of job "
+                          + std::to_string(id) + ") failed");
+    },
+    patience));
+  // It runs again after its backoff and completes.
+  s.exec("UPDATE jobs_in SET run_at = now() WHERE id = " + std::to_string(id));
+  BOOST_REQUIRE(log.wait_for(id, event_type::completed, 1, patience));
+  BOOST_TEST(s.scalar("SELECT attempt" + job_where(id)) == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE kind = 'note'") == 0);
+  BOOST_TEST(!node.rt().wait_for(0ms).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(failing_rescue_follow_up_leaves_the_rescue_applied) {
   aw::test::fresh_database db;
   aw::test::db_session s{db.url};
