@@ -319,6 +319,19 @@ BOOST_AUTO_TEST_CASE(stale_lease_of_a_dead_worker_is_rescued_with_a_rescued_even
   BOOST_TEST(log.count(lane, event_type::rescued) == 1u);
 }
 
+/// Kind "polite": waits for its cancellation on the first attempt and
+/// then returns normally (a cooperative handler); completes at once on the
+/// next.
+void add_polite(aw::registry& reg) {
+  reg.add_raw("polite", [](const json&, const aw::job_context& ctx) {
+    if (ctx.attempt != 1)
+      return;
+    auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!ctx.cancel.cancelled() && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(5ms);
+  });
+}
+
 /// The follow-up a rescue enqueues (on_rescued_enqueue): what it saw.
 struct rescue_note {
   static constexpr const char* kind = "rescue_note";
@@ -482,13 +495,7 @@ BOOST_AUTO_TEST_CASE(a_deadline_rescue_enqueues_its_follow_up_once_with_the_resc
   aw::test::event_log log;
   auto reg = std::make_shared<aw::registry>();
   add_sentinel(*reg, log);
-  reg->add_raw("polite", [&](const json&, const aw::job_context& ctx) {
-    if (ctx.attempt != 1)
-      return;
-    auto give_up = std::chrono::steady_clock::now() + 30s;
-    while (!ctx.cancel.cancelled() && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::sleep_for(5ms);
-  });
+  add_polite(*reg);
   reg->on_event_kind("polite", log.hook());
   add_rescue_note(*reg, "polite");
   aw::test::worker_node node{fast_rescue_config(db, 3s), std::move(reg)};
@@ -520,15 +527,7 @@ BOOST_AUTO_TEST_CASE(deadline_overrun_whose_handler_ends_on_cancellation_is_resc
   aw::test::event_log log;
   auto reg = std::make_shared<aw::registry>();
   add_sentinel(*reg, log);
-  // Waits for its cancellation on the first attempt and then returns
-  // normally (a cooperative handler); completes at once on the next.
-  reg->add_raw("polite", [&](const json&, const aw::job_context& ctx) {
-    if (ctx.attempt != 1)
-      return;
-    auto give_up = std::chrono::steady_clock::now() + 30s;
-    while (!ctx.cancel.cancelled() && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::sleep_for(5ms);
-  });
+  add_polite(*reg);
   reg->on_event_kind("polite", log.hook());
   aw::test::worker_node node{fast_rescue_config(db, 3s), std::move(reg)};
   aw::insert_options opts;
