@@ -114,12 +114,24 @@ std::vector<enqueue_request> follow_ups(const job_event& e) {
 
 // -- the schedule --------------------------------------------------------
 
+} // namespace
+
+/// Empties the queue tables and resets the ring, for the next schedule.
+void reset_database(pqxx::connection_base& conn);
+
+
 class schedule {
 public:
-  explicit schedule(const schedule_options& opts)
-    : opts_(opts), rng_(opts.seed), control_(opts.url), checks_(control_) {
-    for (int i = 0; i < 3; ++i)
+  /// The parties live as long as the schedule runner: their sessions keep
+  /// their connections and plans from seed to seed (a new session plans
+  /// every SQL function again, which cost more than the schedule itself).
+  explicit schedule(const std::string& url)
+    : control_(url), checks_(control_) {
+    opts_.url = url;
+    for (int i = 0; i < random_workers; ++i)
       workers_.push_back(make_worker("w" + std::to_string(i), i));
+    // The drain's worker: the others' claims are the rescue's to end.
+    workers_.push_back(make_worker("d", 0));
     for (int i = 0; i < 2; ++i) {
       enqueuer e;
       e.s = std::make_unique<session>("e" + std::to_string(i));
@@ -137,7 +149,10 @@ public:
     holder_.s.reset();
   }
 
-  schedule_result run() {
+  schedule_result run(const schedule_options& opts) {
+    opts_ = opts;
+    rng_.seed(opts.seed);
+    begin_run();
     for (step_ = 0; step_ < opts_.steps && result_.violations.empty();
          ++step_) {
       reap(0);
@@ -147,6 +162,40 @@ public:
       drain();
     result_.jobs = tokens_.committed_count();
     return std::move(result_);
+  }
+
+private:
+  /// Workers the schedule's steps pick from (the drain's comes after).
+  static constexpr int random_workers = 3;
+
+  /// Ends what the last schedule left open (it stopped at a violation),
+  /// empties the database and forgets the last schedule.
+  void begin_run() {
+    step_ = 0;
+    settle_quietly();
+    for (auto& e : enqueuers_)
+      if (e.open)
+        end_step(e, false);
+    if (holder_.open)
+      holder_step();
+    settle_quietly();
+    reset_database(control_);
+    result_ = schedule_result{};
+    tokens_ = token_book{};
+    next_token_ = 0;
+    began_ = clock_type::now();
+    for (auto& w : workers_) {
+      w.held.clear();
+      w.lost.clear();
+      w.resend.clear();
+      w.refreshed = false;
+    }
+  }
+
+  /// settle(), whatever it finds: for the start of a schedule.
+  void settle_quietly() {
+    settle();
+    result_ = schedule_result{};
   }
 
 private:
@@ -286,7 +335,7 @@ private:
   void next_step() {
     int r = pick(100);
     if (r < 55) {
-      auto& w = workers_[pick(static_cast<int>(workers_.size()))];
+      auto& w = workers_[pick(random_workers)];
       if (!w.s->busy())
         worker_step(w);
     } else if (r < 85) {
@@ -311,9 +360,9 @@ private:
     for (auto& [id, h] : w.held)
       if (!h.in_doubt)
         live.push_back(id);
-    if (r < 30 || (live.empty() && r < 60))
+    if (r < 25 || (live.empty() && r < 50))
       return claim_step(w);
-    if (r < 60 && !live.empty()) {
+    if (r < 50 && !live.empty()) {
       std::vector<job_outcome> outs;
       int n = 1 + pick(std::min<int>(3, static_cast<int>(live.size())));
       std::shuffle(live.begin(), live.end(), rng_);
@@ -321,15 +370,15 @@ private:
         outs.push_back(outcome_of(live[i], w.held[live[i]], random_kind()));
       return finish_step(w, outs, false);
     }
-    if (r < 70)
+    if (r < 65)
       return heartbeat_step(w);
-    if (r < 75 && !live.empty())
+    if (r < 70 && !live.empty())
       return release_step(w, live);
-    if (r < 80 && !live.empty())
+    if (r < 75 && !live.empty())
       return record_starts_step(w, live);
-    if (r < 88)
+    if (r < 87)
       return rescue_step(w);
-    if (r < 93)
+    if (r < 92)
       return ring_step(w);
     if (!w.lost.empty())
       return stale_outcome_step(w);
@@ -821,8 +870,8 @@ private:
 
   void kill_step() {
     std::vector<session*> targets;
-    for (auto& w : workers_)
-      targets.push_back(w.s.get());
+    for (int i = 0; i < random_workers; ++i)
+      targets.push_back(workers_[i].s.get());
     for (auto& e : enqueuers_)
       targets.push_back(e.s.get());
     auto* s = targets[pick(static_cast<int>(targets.size()))];
@@ -835,7 +884,9 @@ private:
           + (s->busy() ? " mid-step" : ""));
     ++result_.kills;
     pqxx::nontransaction q(control_);
-    q.exec_params("SELECT pg_terminate_backend($1, 5000)", pid);
+    // Not waiting for it to go: its session finds out at its next
+    // statement, or mid-statement, as a client does.
+    q.exec_params("SELECT pg_terminate_backend($1)", pid);
     // An enqueuer idle in its transaction lost it: rolled back.
     for (auto& e : enqueuers_)
       if (e.s.get() == s && !s->busy()) {
@@ -890,8 +941,6 @@ private:
     settle();
     if (!result_.violations.empty())
       return;
-    // A worker of its own: the others' claims are the rescue's to end.
-    workers_.push_back(make_worker("d", 0));
     auto& d = workers_.back();
     for (int round = 0, empty = 0; round < 30 && empty < 2; ++round) {
       jump_step();
@@ -940,10 +989,8 @@ private:
   schedule_result result_;
 };
 
-} // namespace
 
-void reset_database(const std::string& url) {
-  pqxx::connection conn{url};
+void reset_database(pqxx::connection_base& conn) {
   pqxx::work tx(conn, "aw_sim_reset");
   tx.exec("TRUNCATE jobs_in, job_batches, batch_receipts, job_starts,"
           " worker_nodes, dead_letter_jobs RESTART IDENTITY");
@@ -952,10 +999,14 @@ void reset_database(const std::string& url) {
   tx.commit();
 }
 
-schedule_result run_schedule(const schedule_options& opts) {
-  reset_database(opts.url);
-  schedule s{opts};
-  return s.run();
+runner::runner(const std::string& url) : impl_(new schedule(url)) {
+  // nop
+}
+
+runner::~runner() = default;
+
+schedule_result runner::run(const schedule_options& opts) {
+  return impl_->run(opts);
 }
 
 } // namespace aw::sim::sql

@@ -8,6 +8,7 @@
 // run after every step, and a drain at the end proves every job reachable.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ namespace aw::sim::sql {
 
 /// What one schedule does.
 struct schedule_options {
-  /// The migrated database it runs in (reset first: reset_database()).
+  /// The migrated database it runs in (emptied first).
   std::string url;
   /// Chooses every step.
   uint64_t seed = 1;
@@ -50,10 +51,20 @@ struct schedule_result {
   double check_ms = 0;
 };
 
-/// Empties the database's queue tables for the next schedule.
-void reset_database(const std::string& url);
+class schedule;
 
-/// Runs one schedule.
-schedule_result run_schedule(const schedule_options& opts);
+/// Runs schedules, one after the other, with the same parties (sessions,
+/// connections) in the database at `url`, emptied before each.
+class runner {
+public:
+  explicit runner(const std::string& url);
+  ~runner();
+
+  /// Runs one schedule (opts.url is ignored: the runner's).
+  schedule_result run(const schedule_options& opts);
+
+private:
+  std::unique_ptr<schedule> impl_;
+};
 
 } // namespace aw::sim::sql
