@@ -13,45 +13,46 @@ int token_book::committed_count() const {
 
 namespace {
 
-/// The checks' statements, prepared once per connection with generic
-/// plans: planning a query of the `jobs` view over every partition costs
+/// Every job, live or dead-lettered, in one read of the `jobs` view: the
+/// checks work on it in memory. Prepared once per connection, with a
+/// generic plan: planning a query of `jobs` over every partition costs
 /// more than running it on a schedule's few jobs.
-const char* const tokens_sql =
-  "SELECT t, count(*) FROM ("
-  " SELECT args->>'t' AS t FROM jobs WHERE args ? 't'"
-  " UNION ALL SELECT args->>'t' FROM dead_letter_jobs WHERE args ? 't')"
-  " AS s GROUP BY t";
-const char* const twice_sql =
-  "SELECT id, count(*) FROM jobs GROUP BY id HAVING count(*) > 1";
-const char* const follow_ups_sql =
-  "WITH kids AS ("
-  "  SELECT (args->>'parent')::bigint AS parent FROM jobs"
-  "   WHERE kind = 'child'"
-  "  UNION ALL SELECT (args->>'parent')::bigint FROM dead_letter_jobs"
-  "   WHERE kind = 'child')"
-  " SELECT p.id, p.state, (SELECT count(*) FROM kids WHERE kids.parent = p.id)"
-  "   FROM jobs AS p WHERE p.kind = 'fu'"
+const char* const rows_sql =
+  "SELECT id, kind, state, args->>'t', (args->>'parent')::bigint FROM jobs"
   " UNION ALL"
-  " SELECT d.original_job_id, 'dead_letter',"
-  "        (SELECT count(*) FROM kids WHERE kids.parent = d.original_job_id)"
-  "   FROM dead_letter_jobs AS d WHERE d.kind = 'fu'";
+  " SELECT original_job_id, kind, 'dead_letter', args->>'t',"
+  "        (args->>'parent')::bigint FROM dead_letter_jobs";
 
 } // namespace
 
 checks::checks(pqxx::connection_base& conn) : conn_(conn) {
   pqxx::nontransaction q(conn_, "aw_sim_checks_prepare");
   q.exec("SET plan_cache_mode = force_generic_plan");
-  conn_.prepare("aw_sim_tokens", tokens_sql);
-  conn_.prepare("aw_sim_twice", twice_sql);
-  conn_.prepare("aw_sim_follow_ups", follow_ups_sql);
+  conn_.prepare("aw_sim_rows", rows_sql);
 }
 
 std::vector<finding> checks::after_step(const token_book& tokens) {
   std::vector<finding> out;
-  pqxx::read_transaction tx(conn_, "aw_sim_checks");
-  std::map<std::string, int64_t> seen;
-  for (const auto& row : tx.exec_prepared("aw_sim_tokens"))
-    seen[row[0].as<std::string>()] = row[1].as<int64_t>();
+  std::map<std::string, int64_t> seen;          // token -> rows
+  std::map<int64_t, int64_t> live;              // id -> rows in jobs
+  std::map<int64_t, std::string> parents;       // fu job -> its state
+  std::map<int64_t, int64_t> children;          // fu job -> follow-ups
+  {
+    pqxx::read_transaction tx(conn_, "aw_sim_checks");
+    for (const auto& row : tx.exec_prepared("aw_sim_rows")) {
+      auto id = row[0].as<int64_t>();
+      auto kind = row[1].as<std::string>();
+      auto state = row[2].as<std::string>();
+      if (!row[3].is_null())
+        ++seen[row[3].as<std::string>()];
+      if (state != "dead_letter")
+        ++live[id];
+      if (kind == "fu")
+        parents[id] = state;
+      else if (kind == "child" && !row[4].is_null())
+        ++children[row[4].as<int64_t>()];
+    }
+  }
   for (auto& [t, f] : tokens.all()) {
     auto it = seen.find(t);
     int64_t n = it == seen.end() ? 0 : it->second;
@@ -65,17 +66,16 @@ std::vector<finding> checks::after_step(const token_book& tokens) {
       out.emplace_back("no_job_lost", "job " + t + " (commit in doubt) shows "
                                         + std::to_string(n) + " times");
   }
-  for (const auto& row : tx.exec_prepared("aw_sim_twice"))
-    out.emplace_back("no_job_lost", "job " + row[0].as<std::string>()
-                                      + " shows " + row[1].as<std::string>()
-                                      + " times in jobs");
-  for (const auto& row : tx.exec_prepared("aw_sim_follow_ups")) {
-    auto state = row[1].as<std::string>();
-    auto n = row[2].as<int64_t>();
+  for (auto& [id, n] : live)
+    if (n > 1)
+      out.emplace_back("no_job_lost", "job " + std::to_string(id) + " shows "
+                                        + std::to_string(n) + " times in jobs");
+  for (auto& [id, state] : parents) {
+    auto n = children.count(id) ? children[id] : 0;
     if (n != (state == "completed" ? 1 : 0))
       out.emplace_back("one_follow_up_set",
-                       "job " + row[0].as<std::string>() + " (" + state
-                         + ") has " + std::to_string(n) + " follow-ups");
+                       "job " + std::to_string(id) + " (" + state + ") has "
+                         + std::to_string(n) + " follow-ups");
   }
   return out;
 }
