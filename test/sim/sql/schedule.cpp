@@ -950,17 +950,16 @@ private:
   void drain() {
     step_ = -1;
     trace("drain");
-    for (auto& e : enqueuers_) {
-      if (e.open && !e.s->busy() && !in_flight_.count(e.s.get()))
-        end_step(e, chance(70));
+    // Idle transactions end first (steps in flight may wait for them),
+    // then those whose step was in flight (it may have opened one).
+    for (int round = 0; round < 3; ++round) {
+      for (auto& e : enqueuers_)
+        if (e.open && !e.s->busy())
+          end_step(e, round > 0 || chance(70));
+      if (holder_.open && !holder_.s->busy())
+        holder_step();
+      settle();
     }
-    if (holder_.open && !holder_.s->busy())
-      holder_step();
-    settle();
-    for (auto& e : enqueuers_)
-      if (e.open && !e.s->busy())
-        end_step(e, true);
-    settle();
     for (auto& w : workers_)
       if (!w.resend.empty())
         finish_step(w, w.resend, true);
