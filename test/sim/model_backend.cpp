@@ -124,9 +124,10 @@ caf::expected<std::vector<std::string>> model_backend::vacuum(int64_t, double) {
     "vacuum", [] { return std::vector<std::string>{}; });
 }
 
-caf::expected<bool> model_backend::refresh_node(int64_t, bool candidate) {
-  return call<bool>("refresh_node",
-                    [&] { return db_->refresh_node(worker_, candidate); });
+caf::expected<bool> model_backend::refresh_node(int64_t held, bool candidate) {
+  return call<bool>("refresh_node", [&] {
+    return db_->refresh_node(worker_, held, candidate);
+  });
 }
 
 caf::expected<bool> model_backend::resign() {

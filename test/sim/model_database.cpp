@@ -338,7 +338,6 @@ model_database::finish(const std::string& worker,
     ch.transition = transition;
     ch.has_event = r.has_event;
     ch.event = r.event.type;
-    report(ch);
     // In the outcome's transaction, unless it is a rescue's, or a
     // failure's that the caller inserts after the commit.
     if (r.has_event) {
@@ -347,23 +346,56 @@ model_database::finish(const std::string& worker,
                    || ((t == aw::event_type::retried
                         || t == aw::event_type::exhausted)
                        && failures == aw::storage::failure_follow_ups::after_commit);
-      if (!after)
-        insert_follow_ups(r.event, transition, follow_ups);
+      ch.follow_ups_in_transaction = !after;
     }
+    report(ch);
+    if (ch.follow_ups_in_transaction)
+      insert_follow_ups(r.event, transition, follow_ups);
   }
   return reports;
 }
 
 std::vector<int64_t>
 model_database::heartbeat(const std::string& worker,
-                          const std::vector<int64_t>& leases) const {
+                          const std::vector<int64_t>& leases) {
   std::set<int64_t> distinct(leases.begin(), leases.end());
   std::vector<int64_t> out;
   for (auto id : distinct)
     if (auto l = leases_.find(id);
-        l != leases_.end() && l->second.worker == worker && !l->second.rescued)
+        l != leases_.end() && l->second.worker == worker && !l->second.rescued) {
       out.push_back(id);
+      model_change ch;
+      ch.kind = model_change::what::lease_heartbeated;
+      ch.lease = id;
+      ch.worker = worker;
+      ch.at_ms = now();
+      report(ch);
+    }
+  take_back_orphans(worker, leases);
   return out;
+}
+
+void model_database::take_back_orphans(const std::string& worker,
+                                       const std::vector<int64_t>& held) {
+  auto now = this->now();
+  std::set<int64_t> open;
+  for (auto& [id, j] : jobs_)
+    if (j.state == model_state::running && j.lease != 0)
+      open.insert(j.lease);
+  for (auto id : open) {
+    auto& l = leases_.at(id);
+    if (l.worker != worker || l.rescued
+        || std::find(held.begin(), held.end(), id) != held.end()
+        || l.claimed_at_ms >= now - settings_.reclaim_window_ms)
+      continue;
+    l.rescued = true;
+    model_change ch;
+    ch.kind = model_change::what::taken_back;
+    ch.lease = id;
+    ch.worker = worker;
+    ch.at_ms = now;
+    report(ch);
+  }
 }
 
 std::vector<int64_t>
@@ -515,7 +547,8 @@ void model_database::record_starts(const std::vector<aw::held_job>& held) {
   }
 }
 
-bool model_database::refresh_node(const std::string& worker, bool candidate) {
+bool model_database::refresh_node(const std::string& worker, int64_t held,
+                                  bool candidate) {
   auto now = this->now();
   auto& n = nodes_[worker];
   n.last_seen_ms = now;
@@ -525,6 +558,10 @@ bool model_database::refresh_node(const std::string& worker, bool candidate) {
   ch.worker = worker;
   ch.at_ms = now;
   report(ch);
+  // A worker holding nothing sends no heartbeat: its claims in doubt are
+  // taken back here.
+  if (held == 0)
+    take_back_orphans(worker, {});
   if (candidate
       && (leader_.empty() || leader_ == worker || leader_expires_ms < now)) {
     leader_ = worker;
@@ -544,6 +581,11 @@ void model_database::leave(const std::string& worker) {
   auto n = nodes_.find(worker);
   if (n != nodes_.end())
     n->second.left = true;
+  model_change ch;
+  ch.kind = model_change::what::node_left;
+  ch.worker = worker;
+  ch.at_ms = now();
+  report(ch);
 }
 
 } // namespace aw_sim

@@ -136,6 +136,13 @@ struct model_change {
     node_seen,
     /// A follow-up of transition `transition` was inserted as `job`.
     follow_up,
+    /// A worker stopped gracefully (its worker_nodes row left).
+    node_left,
+    /// A heartbeat of `worker` listed `lease`, still its own.
+    lease_heartbeated,
+    /// A live worker's heartbeat took back its `lease` that it does not
+    /// hold (a claim whose reply it never got: take_back_orphans.sql).
+    taken_back,
   };
   what kind = what::enqueued;
   int64_t job = 0;
@@ -160,6 +167,10 @@ struct model_change {
   int32_t errors_after = 0;
   /// The job's handler had started (record_starts) when it moved.
   bool was_started = false;
+  /// The transition's follow-ups were inserted in its own transaction
+  /// (not a rescue's or an after-commit failure's, which come later, best
+  /// effort, through enqueue_follow_ups).
+  bool follow_ups_in_transaction = false;
 };
 
 /// Settings of the model that mirror the worker's configuration.
@@ -209,7 +220,7 @@ public:
          aw::storage::failure_follow_ups failures,
          const aw::storage::follow_up_function& follow_ups);
   std::vector<int64_t> heartbeat(const std::string& worker,
-                                 const std::vector<int64_t>& leases) const;
+                                 const std::vector<int64_t>& leases);
   std::vector<int64_t> cancel_requests(const std::vector<int64_t>& jobs) const;
   std::vector<aw::rescued_job> rescue(int limit);
   void enqueue_follow_ups(const std::vector<aw::job_event>& events,
@@ -217,7 +228,7 @@ public:
   int64_t release(const std::string& worker,
                   const std::vector<aw::held_job>& jobs, bool started);
   void record_starts(const std::vector<aw::held_job>& jobs);
-  bool refresh_node(const std::string& worker, bool candidate);
+  bool refresh_node(const std::string& worker, int64_t held, bool candidate);
   bool resign(const std::string& worker);
   void leave(const std::string& worker);
 
@@ -282,6 +293,11 @@ private:
                          const aw::storage::follow_up_function& follow_ups);
   /// The transition number written into a committed row's JSON.
   static int64_t transition_of(const std::string& row_json);
+  /// Takes back the open leases of live `worker` that it does not hold
+  /// (not in `held`), claimed more than the window ago: claims whose
+  /// commit it never heard of. The next rescue gives their jobs back.
+  void take_back_orphans(const std::string& worker,
+                         const std::vector<int64_t>& held);
   /// A job of an ordering key waits for every earlier job of its key.
   bool blocked_by_order(const model_job& j) const;
   bool is_due(const model_job& j, int64_t now) const;
