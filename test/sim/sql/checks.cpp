@@ -95,6 +95,16 @@ std::vector<finding> checks::after_drain(const token_book& tokens) {
   return out;
 }
 
+std::map<int64_t, std::pair<std::string, int>> checks::ends() {
+  std::map<int64_t, std::pair<std::string, int>> out;
+  pqxx::read_transaction tx(conn_, "aw_sim_ends");
+  for (const auto& row : tx.exec(
+         "SELECT id, state, error_count FROM jobs UNION ALL"
+         " SELECT original_job_id, 'dead_letter', error_count FROM dead_letter_jobs"))
+    out[row[0].as<int64_t>()] = {row[1].as<std::string>(), row[2].as<int>()};
+  return out;
+}
+
 bool checks::lease_taken_back(int64_t lease) {
   pqxx::nontransaction q(conn_, "aw_sim_lease");
   auto r = q.exec_params(

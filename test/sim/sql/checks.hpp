@@ -61,6 +61,9 @@ public:
   /// After the drain: after_step(), and every job ended.
   std::vector<finding> after_drain(const token_book& tokens);
 
+  /// Every job's end: id -> (state, or dead_letter; error_count).
+  std::map<int64_t, std::pair<std::string, int>> ends();
+
   /// Whether a rescue or a take-back ended lease `lease` (its batch is
   /// marked rescued, or is gone).
   bool lease_taken_back(int64_t lease);

@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
     long blocked = 0;
     long kills = 0;
     long jobs = 0;
+    long unmirrored = 0;
     double check_ms = 0;
     bool caught = false;
     runner schedules{url};
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
       auto r = schedules.run(o);
       ++ran;
       blocked += r.blocked_steps;
+      unmirrored += r.unmirrored;
       kills += r.kills;
       jobs += r.jobs;
       check_ms += r.check_ms;
@@ -169,9 +171,11 @@ int main(int argc, char** argv) {
                     std::chrono::steady_clock::now() - began)
                     .count();
     std::printf("%.2f schedules/s (%.0f%% of the time in checks), %ld steps "
-                "waited on a lock, %ld sessions killed, %ld jobs\n",
+                "waited on a lock, %ld sessions killed, %ld jobs; the model "
+                "followed %ld of %ld schedules to their end\n",
                 secs > 0 ? ran / secs : 0.0,
-                secs > 0 ? check_ms / 10 / secs : 0.0, blocked, kills, jobs);
+                secs > 0 ? check_ms / 10 / secs : 0.0, blocked, kills, jobs,
+                ran - unmirrored, ran);
     if (expect_caught && !caught) {
       std::printf("mutation %s was not caught as %s\n", m->name.c_str(),
                   m->caught_as.c_str());

@@ -53,20 +53,25 @@ const mutation& find_mutation(const std::string& name) {
 }
 
 void apply_mutation(pqxx::connection_base& conn, const mutation& m) {
+  // The file that defines the function (its own, or the file of the
+  // function that alone calls it: the claim's file holds its helpers).
   const storage::sql_function* fn = nullptr;
+  const std::string definition = "FUNCTION " + m.function + "(";
   for (auto& f : storage::embedded_functions())
-    if (f.name == m.function)
+    if (f.sql.find(definition) != std::string::npos)
       fn = &f;
   if (fn == nullptr)
-    throw std::runtime_error("mutation " + m.name + ": no SQL function "
+    throw std::runtime_error("mutation " + m.name + ": no SQL file defines "
                              + m.function);
   std::string text = fn->sql;
   size_t at = text.find(m.original);
   if (at == std::string::npos)
     throw std::runtime_error(
-      "mutation " + m.name + ": storage/sql/functions/" + m.function
+      "mutation " + m.name + ": storage/sql/functions/" + fn->name
       + ".sql no longer contains \"" + m.original
       + "\": update test/sim/sql/mutations.cpp to the new SQL");
+  // The whole file is run again: every function it defines is re-created,
+  // the mutated one with the change.
   while (at != std::string::npos) {
     text.replace(at, m.original.size(), m.mutated);
     at = text.find(m.original, at + m.mutated.size());

@@ -15,12 +15,13 @@ class connection_base;
 
 namespace aw::sim::sql {
 
-/// One mutation: in function `function` (storage/sql/functions/
-/// <function>.sql), every `original` becomes `mutated`.
+/// One mutation: in the file of storage/sql/functions/ that defines
+/// function `function`, every `original` becomes `mutated`, and the file is
+/// run again.
 struct mutation {
   /// The name AW_SIM_MUTATION selects.
   std::string name;
-  /// The SQL function it patches (its file's name without .sql).
+  /// The SQL function it patches.
   std::string function;
   /// A snippet of the file's text (must be there).
   std::string original;

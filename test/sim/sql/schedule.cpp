@@ -19,6 +19,7 @@
 #include "actor_worker/storage/job_store.hpp"
 
 #include "checks.hpp"
+#include "model_mirror.hpp"
 #include "session.hpp"
 
 namespace aw::sim::sql {
@@ -59,6 +60,9 @@ struct worker {
   std::vector<job_outcome> resend;
   /// Its row in worker_nodes was refreshed since the last clock jump.
   bool refreshed = false;
+  /// Its connection was killed while it was idle: its next step fails
+  /// before it sends anything (nothing in doubt).
+  bool killed_idle = false;
 };
 
 /// An enqueuing application: its transaction stays open across steps.
@@ -189,7 +193,10 @@ private:
       w.lost.clear();
       w.resend.clear();
       w.refreshed = false;
+      w.killed_idle = false;
     }
+    mirror_ = std::make_unique<model_mirror>(1, 60'000);
+    token_info_.clear();
   }
 
   /// settle(), whatever it finds: for the start of a schedule.
@@ -208,7 +215,8 @@ private:
     o.host = "sim";
     o.version = "sim";
     o.queues = {queue_name};
-    o.max_retries = 1 + i % 2;
+    // One limit for all: the model has one (model_mirror.hpp).
+    o.max_retries = 1;
     o.reclaim_window = std::chrono::seconds{60};
     // Different retentions: each ring round sets its own period, which
     // moves the current slot (docs/storage.md, concept 7).
@@ -428,7 +436,10 @@ private:
         auto& conn = w.store->connection();
         w.s->set_pid(conn.backendpid());
         auto value = work(*w.store);
-        return [done, value] { done(value); };
+        return [&w, done, value] {
+          w.killed_idle = false;
+          done(value);
+        };
       } catch (const std::exception& e) {
         bool broken = connection_error(e);
         if (broken)
@@ -439,10 +450,26 @@ private:
     });
   }
 
+  /// A step of `w` failed: when its connection broke under it (not
+  /// before it: killed while idle), what it did is in doubt, and the model
+  /// can no longer follow.
+  void after_failure(worker& w, bool broken, const std::string& what_step) {
+    if (broken && !w.killed_idle)
+      mirror_->diverge(w.s->name() + "'s " + what_step + " is in doubt");
+    w.killed_idle = false;
+  }
+
+  /// Reports a disagreement with the model.
+  void agree(const std::optional<std::string>& disagreement) {
+    if (disagreement)
+      violated("model_agreement", *disagreement);
+  }
+
   /// A fail handler that only traces.
   auto traced(worker& w, const std::string& what_step) {
-    return [this, &w, what_step](bool, const std::string& what) {
+    return [this, &w, what_step](bool broken, const std::string& what) {
       trace(w.s->name() + " " + what_step + " failed: " + first_line(what));
+      after_failure(w, broken, what_step);
     };
   }
 
@@ -486,6 +513,7 @@ private:
       w.held[j.id] = h;
     }
     trace(w.s->name() + " claimed" + (ids.empty() ? " nothing" : ids));
+    agree(mirror_->claimed(w.id, got.jobs));
   }
 
   void finish_step(worker& w, std::vector<job_outcome> outs, bool in_doubt) {
@@ -511,6 +539,7 @@ private:
       },
       [this, &w, outs](bool broken, const std::string& what) {
         trace(w.s->name() + " finish failed: " + first_line(what));
+        after_failure(w, broken, "finish");
         if (broken) {
           // Its commit is in doubt: sent again, in_doubt, first.
           w.resend = outs;
@@ -544,6 +573,7 @@ private:
       }
     }
     trace(w.s->name() + " finished" + what);
+    agree(mirror_->finished(w.id, outs, reports));
   }
 
   void stale_outcome_step(worker& w) {
@@ -565,14 +595,19 @@ private:
                      + std::to_string(outs[0].lease) + " was applied");
         else
           trace(w.s->name() + " stale outcome refused");
+        agree(mirror_->finished(w.id, outs, reports));
       },
       traced(w, "stale outcome"));
   }
 
   void heartbeat_step(worker& w) {
     std::vector<int64_t> leases;
-    for (auto& [id, h] : w.held)
+    std::vector<std::pair<int64_t, int64_t>> runs;  // for the model
+    for (auto& [id, h] : w.held) {
       leases.push_back(h.lease);
+      if (!h.in_doubt)
+        runs.emplace_back(id, h.lease);
+    }
     int64_t held = static_cast<int64_t>(w.held.size());
     trace(w.s->name() + " heartbeats " + std::to_string(leases.size())
           + " leases");
@@ -582,8 +617,9 @@ private:
         st.refresh_node(held, false);
         return st.heartbeat(leases);
       },
-      [this, &w](const std::vector<int64_t>& mine) {
+      [this, &w, runs, held](const std::vector<int64_t>& mine) {
         w.refreshed = true;
+        agree(mirror_->heartbeat(w.id, held, runs, mine));
         std::set<int64_t> still(mine.begin(), mine.end());
         for (auto it = w.held.begin(); it != w.held.end();) {
           if (!it->second.in_doubt && !still.count(it->second.lease)) {
@@ -597,6 +633,14 @@ private:
         }
       },
       traced(w, "heartbeat"));
+  }
+
+  static std::vector<std::pair<int64_t, int64_t>>
+  pairs_of(const std::vector<held_job>& jobs) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (auto& j : jobs)
+      out.emplace_back(j.id, j.lease);
+    return out;
   }
 
   static std::vector<held_job> held_jobs(const worker& w,
@@ -628,12 +672,14 @@ private:
     };
     store_step(
       w, [jobs, started](storage::job_store& st) { return st.release(jobs, started); },
-      [this, &w, settle_jobs](int64_t n) {
+      [this, &w, settle_jobs, jobs, started](int64_t n) {
         trace(w.s->name() + " released " + std::to_string(n));
+        mirror_->released(w.id, pairs_of(jobs), started);
         settle_jobs(true);
       },
       [this, &w, settle_jobs](bool broken, const std::string& what) {
         trace(w.s->name() + " release failed: " + first_line(what));
+        after_failure(w, broken, "release");
         // Broken: perhaps released. Refused: still held.
         settle_jobs(broken);
       });
@@ -649,7 +695,8 @@ private:
         st.record_starts(jobs);
         return true;
       },
-      [](bool) {}, traced(w, "record_starts"));
+      [this, jobs](bool) { mirror_->started(pairs_of(jobs)); },
+      traced(w, "record_starts"));
   }
 
   void rescue_step(worker& w) {
@@ -661,16 +708,23 @@ private:
       for (auto& [id, h] : o.held)
         if (h.recent || (o.refreshed && !in_flight_.count(o.s.get())))
           protect.insert(h.lease);
+    // The real rescue skips rows another transaction holds locked.
+    bool locked = !in_flight_.empty() || (holder_.open && holder_mode_ == 1);
     trace(w.s->name() + " rescues");
     store_step(
       w, [](storage::job_store& st) { return st.rescue(50); },
-      [this, &w, protect](const std::vector<rescued_job>& got) {
+      [this, &w, protect, locked](const std::vector<rescued_job>& got) {
         trace(w.s->name() + " rescued " + std::to_string(got.size())
               + " charged");
         after_rescue(protect);
+        if (locked)
+          mirror_->diverge("a rescue ran while rows were locked");
+        else
+          mirror_->rescued();
       },
       [this, &w](bool broken, const std::string& what) {
         trace(w.s->name() + " rescue failed: " + first_line(what));
+        after_failure(w, broken, "rescue");
         if (broken)
           after_rescue({});
       });
@@ -764,8 +818,10 @@ private:
       later.push_back(!copy && chance(15));
     }
     std::string what;
-    for (auto& t : tokens)
-      what += " " + t;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      what += " " + tokens[i];
+      token_info_[tokens[i]] = {kinds[i], priorities[i], later[i]};
+    }
     trace(e.s->name() + (copy ? " copies" : " inserts") + what);
     release(*e.s, [this, &e, copy, tokens, kinds, priorities,
                    later]() -> continuation {
@@ -811,6 +867,22 @@ private:
     }, true);
   }
 
+  /// The model's copies of jobs just committed, in id order.
+  void mirror_enqueued(const std::vector<std::string>& tokens) {
+    if (tokens.empty() || mirror_->diverged())
+      return;
+    std::vector<std::string> list(tokens.begin(), tokens.end());
+    pqxx::nontransaction q(control_, "aw_sim_ids");
+    for (const auto& row : q.exec_params(
+           "SELECT id, args->>'t' FROM jobs_in WHERE args->>'t' = ANY ($1::text[])"
+           " ORDER BY id",
+           storage::to_text_array_literal(list))) {
+      auto& info = token_info_.at(row[1].as<std::string>());
+      mirror_->enqueued(row[0].as<int64_t>(), info.kind, info.priority,
+                        info.later ? 600'000 : 0);
+    }
+  }
+
   void end_step(enqueuer& e, bool commit) {
     trace(e.s->name() + (commit ? " commits" : " rolls back"));
     release(*e.s, [this, &e, commit]() -> continuation {
@@ -824,6 +896,8 @@ private:
         return [this, &e, commit] {
           for (auto& t : e.pending)
             commit ? tokens_.committed(t) : tokens_.rolled_back(t);
+          if (commit)
+            mirror_enqueued(e.pending);
           e.pending.clear();
           e.open = false;
         };
@@ -838,6 +912,8 @@ private:
           // A commit whose connection broke may have happened.
           for (auto& t : e.pending)
             commit && broken ? tokens_.in_doubt(t) : tokens_.rolled_back(t);
+          if (commit && broken && !e.pending.empty())
+            mirror_->diverge(e.s->name() + "'s commit is in doubt");
           e.pending.clear();
           e.open = false;
         };
@@ -860,6 +936,7 @@ private:
                                        "takes lane (q, 0)'s claim lock"};
     trace(std::string{"h "} + (opening ? what[mode] : "ends it"));
     holder_.open = opening;
+    holder_mode_ = mode;
     release(*holder_.s, [this, mode]() -> continuation {
       try {
         if (mode >= 0) {
@@ -912,6 +989,9 @@ private:
     // statement, or mid-statement, as a client does.
     q.exec_params("SELECT pg_terminate_backend($1)", pid);
     // An enqueuer idle in its transaction lost it: rolled back.
+    for (auto& w : workers_)
+      if (w.s.get() == s && !s->busy())
+        w.killed_idle = true;
     for (auto& e : enqueuers_)
       if (e.s.get() == s && !s->busy()) {
         for (auto& t : e.pending)
@@ -936,6 +1016,7 @@ private:
               " AND state IN ('scheduled', 'available') AND run_at > now()"
               " FOR UPDATE SKIP LOCKED)");
     tx.commit();
+    mirror_->jump(3'600'000);
     for (auto& w : workers_) {
       w.refreshed = false;
       for (auto& [id, h] : w.held)
@@ -984,6 +1065,15 @@ private:
     }
     for (auto& v : checks_.after_drain(tokens_))
       violated(v.first, v.second);
+    if (!result_.violations.empty())
+      return;
+    if (mirror_->diverged()) {
+      trace("the model stopped following: " + mirror_->why());
+      ++result_.unmirrored;
+      return;
+    }
+    for (auto& d : mirror_->ended(checks_.ends()))
+      violated("model_agreement", d);
   }
 
   void claim_all(worker& d) {
@@ -1010,6 +1100,18 @@ private:
   holder holder_;
   int step_ = 0;
   int next_token_ = 0;
+  /// What the holder holds open (holder_step's modes; -1: nothing).
+  int holder_mode_ = -1;
+  /// The model, following this schedule.
+  std::unique_ptr<model_mirror> mirror_;
+  /// What each token's job is: kind, priority, and whether it was
+  /// scheduled for later (for the model's copy of it).
+  struct job_info {
+    std::string kind;
+    int priority = 0;
+    bool later = false;
+  };
+  std::map<std::string, job_info> token_info_;
   clock_type::time_point began_ = clock_type::now();
   schedule_result result_;
 };

@@ -47,6 +47,9 @@ struct schedule_result {
   int kills = 0;
   /// Jobs enqueued and committed.
   int jobs = 0;
+  /// 1 when the model could not follow this schedule to its end (a step
+  /// in doubt, a rescue under locks): no end compared.
+  int unmirrored = 0;
   /// Time spent checking the invariants, in ms.
   double check_ms = 0;
 };
