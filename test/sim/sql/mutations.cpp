@@ -36,6 +36,15 @@ const std::vector<mutation>& sql_mutations() {
      "OR n.last_seen_at < now() - make_interval(secs => p_window_s))",
      "OR true)",
      "no_rescue_of_live_lease"},
+    // The bug the schedules found (fixed): a worker rescued once is never
+    // looked at again, so what it claimed after its rescue, before a
+    // refresh of its row, stays running for good.
+    {"rescued_worker_claims_again", "actor_worker_rescue",
+     "OR EXISTS (SELECT 1 FROM job_batches AS x\n"
+     "                        WHERE x.worker = n.worker_id AND x.rescued_at IS NULL\n"
+     "                          AND x.finished_at IS NULL))",
+     "OR false)",
+     "no_job_lost"},
   };
   return all;
 }

@@ -157,6 +157,11 @@ public:
     opts_ = opts;
     rng_.seed(opts.seed);
     begin_run();
+    // Every worker starts as the runtime's does, with its row in
+    // worker_nodes (a worker without one is rescued by other rules in the
+    // SQL and in the model: see docs/delivery.md#sql-schedules).
+    for (auto& w : workers_)
+      heartbeat_step(w);
     for (step_ = 0; step_ < opts_.steps && result_.violations.empty();
          ++step_) {
       reap(0);
