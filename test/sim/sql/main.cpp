@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
         continue;
       violations += static_cast<long>(r.violations.size());
       auto& v = r.violations.front();
-      std::printf("seed %llu: %s at step %d: %s\n", o.seed,
+      auto seed = static_cast<unsigned long long>(o.seed);
+      std::printf("seed %llu: %s at step %d: %s\n", seed,
                   v.invariant.c_str(), v.step, v.detail.c_str());
       if (!verbose) {
         // The trace's tail: enough to read it; --seed S --verbose replays.
@@ -155,14 +156,14 @@ int main(int argc, char** argv) {
         for (size_t k = from; k < r.trace.size(); ++k)
           std::printf("  %s\n", r.trace[k].c_str());
       }
-      std::printf("replay: scripts/simulate.sh --sql --seed %llu --seeds 1%s\n",
-                  o.seed,
-                  m != nullptr ? (" (AW_SIM_MUTATION=" + m->name + ")").c_str()
-                               : "");
+      std::printf("replay: %sscripts/simulate.sh --sql --seed %llu --seeds 1 "
+                  "--verbose\n",
+                  m != nullptr ? ("AW_SIM_MUTATION=" + m->name + " ").c_str() : "",
+                  seed);
       if (expect_caught) {
         caught = v.invariant == m->caught_as;
         std::printf("mutation %s caught at seed %llu as %s (expected %s)\n",
-                    m->name.c_str(), o.seed, v.invariant.c_str(),
+                    m->name.c_str(), seed, v.invariant.c_str(),
                     m->caught_as.c_str());
         break;
       }

@@ -263,11 +263,16 @@ private:
   std::set<session*> in_flight_;
 
   /// Runs the continuations of finished steps, waiting up to `us` for
-  /// each, then checks the invariants once if any finished.
+  /// each, then checks the invariants once if any finished. A step in
+  /// flight that no longer waits on a lock (what held it let go) is
+  /// waited for: its commit came before the next step, and so must its
+  /// bookkeeping (the model follows in that order).
   void reap(int us) {
     bool any = false;
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
       auto c = (*it)->wait(us);
+      if (!c && !waits_on_lock((*it)->pid()))
+        c = (*it)->wait(5'000'000);
       if (c) {
         it = in_flight_.erase(it);
         (*c)();
