@@ -118,9 +118,9 @@ int main(int argc, char** argv) {
     aw::storage::migrate(url);
     if (m != nullptr) {
       pqxx::connection conn{url};
-      apply_mutation(conn, *m);
-      std::printf("mutation %s: %s patched\n", m->name.c_str(),
-                  m->function.c_str());
+      auto file = apply_mutation(conn, *m);
+      std::printf("mutation %s: %s patched in %s\n", m->name.c_str(),
+                  m->function.c_str(), file.c_str());
     }
     auto began = std::chrono::steady_clock::now();
     long blocked = 0;

@@ -61,7 +61,7 @@ const mutation& find_mutation(const std::string& name) {
                            + ")");
 }
 
-void apply_mutation(pqxx::connection_base& conn, const mutation& m) {
+std::string apply_mutation(pqxx::connection_base& conn, const mutation& m) {
   // The file that defines the function (its own, or the file of the
   // function that alone calls it: the claim's file holds its helpers).
   const storage::sql_function* fn = nullptr;
@@ -88,6 +88,7 @@ void apply_mutation(pqxx::connection_base& conn, const mutation& m) {
   pqxx::work tx(conn, "aw_sim_mutation");
   tx.exec(text);
   tx.commit();
+  return "storage/sql/functions/" + fn->name + ".sql";
 }
 
 } // namespace aw::sim::sql

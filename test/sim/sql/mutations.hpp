@@ -37,8 +37,9 @@ const std::vector<mutation>& sql_mutations();
 /// The mutation called `name`; throws when there is none.
 const mutation& find_mutation(const std::string& name);
 
-/// Re-creates the mutated function in the database of `conn`. Throws when
-/// the original snippet is not in the function's text.
-void apply_mutation(pqxx::connection_base& conn, const mutation& m);
+/// Re-creates the mutated function in the database of `conn`; returns the
+/// file it patched (storage/sql/functions/NAME.sql). Throws when the
+/// original snippet is not in the function's text.
+std::string apply_mutation(pqxx::connection_base& conn, const mutation& m);
 
 } // namespace aw::sim::sql
