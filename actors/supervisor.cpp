@@ -219,6 +219,9 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
     served = reg->kinds();
   }
   auto spawn_storage = [&] {
+    if (st.cfg.make_backend)
+      return self->spawn<caf::linked>(storage_behavior, st.cfg.make_backend(),
+                                      st.cfg.hooks, st.cfg.watcher);
     std::shared_ptr<storage::backend> backend
       = storage::make_pg_backend(opts, observed, follow_ups, served);
     return self->spawn<caf::detached + caf::linked>(storage_behavior,

@@ -11,6 +11,7 @@
 // leadership, drains the pollers, flushes storage and quits.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,6 +65,12 @@ struct supervisor_config {
   /// How often maintenance samples the queues' depth for `watcher`; 0 =
   /// never.
   std::chrono::milliseconds sample_interval{0};
+  /// Makes the backend of each storage actor; unset: PostgreSQL
+  /// (pg_backend). The deterministic simulation (test/sim) plugs its model
+  /// database in here; its storage actors then run on the cooperative
+  /// scheduler, since the model never blocks and a detached actor would
+  /// escape the test coordinator.
+  std::function<std::shared_ptr<storage::backend>()> make_backend;
 };
 
 /// The supervisor: spawns, links and restarts one database's actors, and stops them in order.
