@@ -161,6 +161,81 @@ void start(executor_pointer self, claimed_job job) {
     finish(self, std::move(*result));
 }
 
+/// Run `run` passed its deadline: its handler is cancelled and, unless
+/// that ends it, given up after abandon_grace.
+void on_deadline(executor_pointer self, uint64_t run) {
+  auto& st = self->state;
+  if (run != st.run_number || !st.busy)
+    return;
+  auto& cur = st.current;
+  cur.overran = true;
+  auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
+  log_job(spdlog::level::warn, ref_of(cur),
+          "job {}: deadline of {} exceeded, cancelling the run",
+          cur.job_id, limit);
+  cur.cancel.cancel("deadline of " + limit + " exceeded");
+  // The cancellation may have ended the run already (asynchronous
+  // handlers end on it at once).
+  if (st.busy && run == st.run_number)
+    self->delayed_send(self, st.cfg.abandon_grace, abandon_atom::value,
+                       run);
+}
+
+/// The handler of run `run` ignored its deadline's cancellation for
+/// abandon_grace: the run is given up as a deadline rescue.
+void abandon(executor_pointer self, uint64_t run) {
+  auto& st = self->state;
+  if (run != st.run_number || !st.busy)
+    return;
+  auto& cur = st.current;
+  auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
+  log_job(spdlog::level::err, ref_of(cur),
+          "job {}: the handler still runs {} after its deadline of {} "
+          "although it was cancelled; giving the run up as a deadline "
+          "rescue (its late result will be ignored)",
+          cur.job_id, format_duration(st.cfg.abandon_grace), limit);
+  st.cfg.runner->abandoned(cur.job_id);
+  job_outcome out;
+  out.kind = outcome_kind::abandoned;
+  out.message = "deadline exceeded: the run passed its deadline ("
+                + limit + ") and its handler did not end within "
+                + format_duration(st.cfg.abandon_grace) + " after it";
+  out.duration_ms
+    = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - cur.started)
+        .count();
+  finish(self, std::move(out));
+}
+
+/// A timer of the handler (executor_timer_service) fired: runs its
+/// callback if the run that armed it is still the current one.
+void fire_timer(executor_pointer self, uint64_t run, uint64_t id) {
+  auto& st = self->state;
+  std::function<void()> fn;
+  {
+    auto& t = *st.timer_callbacks;
+    std::lock_guard<std::mutex> guard{t.mtx};
+    auto i = t.pending.find(id);
+    if (i == t.pending.end())
+      return;
+    fn = std::move(i->second);
+    t.pending.erase(i);
+  }
+  if (run != st.run_number || !st.busy)
+    return; // a timer of an earlier run
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    log_job(spdlog::level::err, ref_of(st.current),
+            "job {}: a timer callback of its handler threw: {}",
+            st.current.job_id, printable(e.what()));
+  } catch (...) {
+    log_job(spdlog::level::err, ref_of(st.current),
+            "job {}: a timer callback of its handler threw",
+            st.current.job_id);
+  }
+}
+
 } // namespace
 
 executor_internal::behavior_type executor_behavior(executor_pointer self,
@@ -197,71 +272,10 @@ executor_internal::behavior_type executor_behavior(executor_pointer self,
       st.current.cancel_requested = true;
       st.current.cancel.cancel(cancel_request_message);
     },
-    [self](deadline_atom, uint64_t run) {
-      auto& st = self->state;
-      if (run != st.run_number || !st.busy)
-        return;
-      auto& cur = st.current;
-      cur.overran = true;
-      auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
-      log_job(spdlog::level::warn, ref_of(cur),
-              "job {}: deadline of {} exceeded, cancelling the run",
-              cur.job_id, limit);
-      cur.cancel.cancel("deadline of " + limit + " exceeded");
-      // The cancellation may have ended the run already (asynchronous
-      // handlers end on it at once).
-      if (st.busy && run == st.run_number)
-        self->delayed_send(self, st.cfg.abandon_grace, abandon_atom::value,
-                           run);
-    },
-    [self](abandon_atom, uint64_t run) {
-      auto& st = self->state;
-      if (run != st.run_number || !st.busy)
-        return;
-      auto& cur = st.current;
-      auto limit = format_duration(std::chrono::milliseconds{cur.deadline_ms});
-      log_job(spdlog::level::err, ref_of(cur),
-              "job {}: the handler still runs {} after its deadline of {} "
-              "although it was cancelled; giving the run up as a deadline "
-              "rescue (its late result will be ignored)",
-              cur.job_id, format_duration(st.cfg.abandon_grace), limit);
-      st.cfg.runner->abandoned(cur.job_id);
-      job_outcome out;
-      out.kind = outcome_kind::abandoned;
-      out.message = "deadline exceeded: the run passed its deadline ("
-                    + limit + ") and its handler did not end within "
-                    + format_duration(st.cfg.abandon_grace) + " after it";
-      out.duration_ms
-        = std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::steady_clock::now() - cur.started)
-            .count();
-      finish(self, std::move(out));
-    },
+    [self](deadline_atom, uint64_t run) { on_deadline(self, run); },
+    [self](abandon_atom, uint64_t run) { abandon(self, run); },
     [self](timer_atom, uint64_t run, uint64_t id) {
-      auto& st = self->state;
-      std::function<void()> fn;
-      {
-        auto& t = *st.timer_callbacks;
-        std::lock_guard<std::mutex> guard{t.mtx};
-        auto i = t.pending.find(id);
-        if (i == t.pending.end())
-          return;
-        fn = std::move(i->second);
-        t.pending.erase(i);
-      }
-      if (run != st.run_number || !st.busy)
-        return; // a timer of an earlier run
-      try {
-        fn();
-      } catch (const std::exception& e) {
-        log_job(spdlog::level::err, ref_of(st.current),
-                "job {}: a timer callback of its handler threw: {}",
-                st.current.job_id, printable(e.what()));
-      } catch (...) {
-        log_job(spdlog::level::err, ref_of(st.current),
-                "job {}: a timer callback of its handler threw",
-                st.current.job_id);
-      }
+      fire_timer(self, run, id);
     },
   };
 }

@@ -167,6 +167,220 @@ void shut_down_helpers(supervisor_pointer self) {
   stop_maintenance(self);
 }
 
+// -- the supervisor's messages ------------------------------------------------
+
+/// A linked component stopped: a storage actor or an exit from outside
+/// ends the node; any other component is restarted with backoff.
+void on_component_exit(supervisor_pointer self, caf::exit_msg& em) {
+  auto& st = self->state;
+  auto which = component_of(self, em.source);
+  if (which.empty() || which == "storage") {
+    // Told to stop from outside, or a storage actor died: storage never
+    // dies of database errors, so this is a bug; end the node loudly.
+    if (which == "storage")
+      spdlog::critical("a storage actor stopped: {}",
+                       caf::to_string(em.reason));
+    self->quit(em.reason);
+    return;
+  }
+  if (st.stopping || !em.reason
+      || em.reason == caf::exit_reason::user_shutdown)
+    return;
+  auto delay = st.restart_backoff.next();
+  spdlog::error("{} stopped unexpectedly ({}); restarting it in {} ms",
+                which, caf::to_string(em.reason), delay.count());
+  self->delayed_send(self, delay, start_atom::value, which);
+}
+
+/// Starts the node once the schema checks out and the configured queue
+/// limits are written; retries with backoff while the database cannot
+/// answer, ends the node on an error only the operator can fix.
+void start(supervisor_pointer self) {
+  auto& st = self->state;
+  if (st.started || st.stopping)
+    return;
+  self->request(st.claimer, caf::infinite, check_atom::value)
+    .then(
+      [self](bool) {
+        if (self->state.stopping)
+          return;
+        if (auto& w = self->state.cfg.watcher)
+          w->schema_checked(true);
+        // The configured queue limits go into queue_controls before
+        // any poller claims under them.
+        self->request(self->state.claimer, caf::infinite,
+                      controls_atom::value)
+          .then(
+            [self](std::vector<std::string>&) {
+              if (self->state.stopping)
+                return;
+              self->state.check_backoff.reset();
+              start_components(self);
+            },
+            [self](caf::error& err) {
+              auto& st = self->state;
+              auto delay = st.check_backoff.next();
+              spdlog::error("cannot start yet (writing the queue "
+                            "limits){}, retrying in {} ms: {}",
+                            of_database(st.cfg), delay.count(),
+                            render(err));
+              self->delayed_send(self, delay, start_atom::value);
+            });
+      },
+      [self](caf::error& err) {
+        auto& st = self->state;
+        // An outdated schema or a URL the server refuses for good
+        // (wrong password, unknown database) is for the operator to
+        // fix: end the node instead of retrying.
+        if (err.category() == error_category_atom
+            && (static_cast<ec>(err.code()) == ec::schema_outdated
+                || static_cast<ec>(err.code())
+                     == ec::database_misconfigured)) {
+          if (st.cfg.watcher
+              && static_cast<ec>(err.code()) == ec::schema_outdated)
+            st.cfg.watcher->schema_checked(false);
+          spdlog::critical("{}", render(err));
+          self->quit(err);
+          return;
+        }
+        auto delay = st.check_backoff.next();
+        spdlog::error("cannot start yet{}, retrying in {} ms: {}",
+                      of_database(st.cfg), delay.count(), render(err));
+        self->delayed_send(self, delay, start_atom::value);
+      });
+}
+
+/// Restarts the component `which` after it stopped unexpectedly (its
+/// backoff timer fired).
+void restart(supervisor_pointer self, const std::string& which) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  if (which == "listener")
+    spawn_listener(self);
+  else if (which == "maintenance") {
+    // Only while this node still leads.
+    if (st.leader && !st.maintenance)
+      spawn_maintenance(self);
+  }
+  else if (which == "lease_keeper")
+    spawn_lease_keeper(self);
+  else if (which == "gate") {
+    // Pollers hold the old gate's handle: a gate crash ends the node.
+    self->quit(make_error(ec::internal, "the idle poll gate failed"));
+  } else if (which.rfind("poller:", 0) == 0) {
+    for (auto& q : st.cfg.config.queues)
+      if ("poller:" + q.name == which)
+        spawn_poller(self, q);
+    announce_pollers(self);
+  }
+}
+
+/// The lease keeper won or lost the leader lease: maintenance runs on the
+/// leader only.
+void on_leadership(supervisor_pointer self, bool leader) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  st.leader = leader;
+  if (st.cfg.watcher)
+    st.cfg.watcher->leadership(leader);
+  if (leader && !st.maintenance)
+    spawn_maintenance(self);
+  else if (!leader)
+    stop_maintenance(self);
+}
+
+/// The pollers drained and the leader lease is given up: stops the lease
+/// keeper, lets every storage actor flush (the claimer also deletes this
+/// process's row), answers the stop requests and quits.
+void flush_and_quit(supervisor_pointer self,
+                    std::shared_ptr<int64_t> released) {
+  auto& st = self->state;
+  // Drained: no running job is left to heartbeat.
+  if (st.lease_keeper)
+    self->send_exit(st.lease_keeper, caf::exit_reason::user_shutdown);
+  // Every storage actor flushes; the claimer also deletes this
+  // process's row in worker_nodes, after its flush.
+  auto flushes = std::make_shared<size_t>(st.completers.size() + 1);
+  auto done = [self, released, flushes]() mutable {
+    if (--*flushes > 0)
+      return;
+    spdlog::info("stopped: {} job(s) released{}", *released,
+                 of_database(self->state.cfg));
+    for (auto& p : self->state.stop_promises)
+      p.deliver(*released);
+    self->quit(caf::exit_reason::user_shutdown);
+  };
+  for (auto& c : st.completers)
+    self->request(c, caf::infinite, release_atom::value,
+                  std::vector<held_job>{}, true)
+      .then([done](int64_t) mutable { done(); },
+            [done](caf::error&) mutable { done(); });
+  self->request(st.claimer, caf::infinite, leave_atom::value)
+    .then([done](bool) mutable { done(); },
+          [done](caf::error&) mutable { done(); });
+}
+
+/// Stops the node (every request gets the first one's answer): no new
+/// claims, every poller drains while the leader lease is given up, then
+/// every storage actor flushes and the supervisor quits. Replies with the
+/// jobs released.
+caf::result<int64_t> stop(supervisor_pointer self) {
+  auto& st = self->state;
+  auto promise = self->make_response_promise<int64_t>();
+  st.stop_promises.push_back(promise);
+  if (st.stopping)
+    return promise; // answered with the first request's drain
+  st.stopping = true;
+  if (st.cfg.watcher)
+    st.cfg.watcher->draining();
+  shut_down_helpers(self);
+  spdlog::info("stopping: no new claims; draining running jobs{}",
+               of_database(st.cfg));
+  // Drain every poller and, meanwhile, give the leader lease up (its
+  // NOTIFY lets another node take over at once), then let each storage
+  // actor commit what it still buffers, then quit.
+  auto remaining = std::make_shared<size_t>(st.pollers.size() + 1);
+  auto released = std::make_shared<int64_t>(0);
+  auto finish = [self, released] { flush_and_quit(self, released); };
+  auto resigned = [remaining, finish]() mutable {
+    if (--*remaining == 0)
+      finish();
+  };
+  // The resignation waits no longer than the drain (a hung database
+  // must not hold the stop; the lease then expires on its own), but at
+  // least a moment, so a healthy one hands over at once even with no
+  // drain budget.
+  auto resign_wait = std::max(st.cfg.config.worker.shutdown_drain,
+                              defaults::min_resign_wait);
+  if (st.lease_keeper)
+    self->request(st.lease_keeper, resign_wait, resign_atom::value)
+      .then([resigned](bool) mutable { resigned(); },
+            [resigned, self](caf::error& err) mutable {
+              spdlog::warn("giving the leader lease up failed ({}){}; "
+                           "it expires within the reclaim window",
+                           render(err), of_database(self->state.cfg));
+              resigned();
+            });
+  else
+    resigned();
+  for (auto& [queue, p] : st.pollers)
+    self->request(p, caf::infinite, drain_atom::value)
+      .then(
+        [remaining, released, finish](int64_t n) mutable {
+          *released += n;
+          if (--*remaining == 0)
+            finish();
+        },
+        [remaining, finish](caf::error& err) mutable {
+          spdlog::error("draining a poller failed: {}", render(err));
+          if (--*remaining == 0)
+            finish();
+        });
+  return promise;
+}
+
 } // namespace
 
 storage::job_store_options store_options(const supervisor_config& cfg) {
@@ -242,105 +456,12 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
     st.ticker = spawn_storage();
   // Every component is linked: when the supervisor quits, they all do.
   // Their exits come here instead of killing the supervisor.
-  self->set_exit_handler([self](caf::exit_msg& em) {
-    auto& st = self->state;
-    auto which = component_of(self, em.source);
-    if (which.empty() || which == "storage") {
-      // Told to stop from outside, or a storage actor died: storage never
-      // dies of database errors, so this is a bug; end the node loudly.
-      if (which == "storage")
-        spdlog::critical("a storage actor stopped: {}",
-                         caf::to_string(em.reason));
-      self->quit(em.reason);
-      return;
-    }
-    if (st.stopping || !em.reason
-        || em.reason == caf::exit_reason::user_shutdown)
-      return;
-    auto delay = st.restart_backoff.next();
-    spdlog::error("{} stopped unexpectedly ({}); restarting it in {} ms",
-                  which, caf::to_string(em.reason), delay.count());
-    self->delayed_send(self, delay, start_atom::value, which);
-  });
+  self->set_exit_handler(
+    [self](caf::exit_msg& em) { on_component_exit(self, em); });
   self->send(self, start_atom::value);
   return {
-    [self](start_atom) {
-      auto& st = self->state;
-      if (st.started || st.stopping)
-        return;
-      self->request(st.claimer, caf::infinite, check_atom::value)
-        .then(
-          [self](bool) {
-            if (self->state.stopping)
-              return;
-            if (auto& w = self->state.cfg.watcher)
-              w->schema_checked(true);
-            // The configured queue limits go into queue_controls before
-            // any poller claims under them.
-            self->request(self->state.claimer, caf::infinite,
-                          controls_atom::value)
-              .then(
-                [self](std::vector<std::string>&) {
-                  if (self->state.stopping)
-                    return;
-                  self->state.check_backoff.reset();
-                  start_components(self);
-                },
-                [self](caf::error& err) {
-                  auto& st = self->state;
-                  auto delay = st.check_backoff.next();
-                  spdlog::error("cannot start yet (writing the queue "
-                                "limits){}, retrying in {} ms: {}",
-                                of_database(st.cfg), delay.count(),
-                                render(err));
-                  self->delayed_send(self, delay, start_atom::value);
-                });
-          },
-          [self](caf::error& err) {
-            auto& st = self->state;
-            // An outdated schema or a URL the server refuses for good
-            // (wrong password, unknown database) is for the operator to
-            // fix: end the node instead of retrying.
-            if (err.category() == error_category_atom
-                && (static_cast<ec>(err.code()) == ec::schema_outdated
-                    || static_cast<ec>(err.code())
-                         == ec::database_misconfigured)) {
-              if (st.cfg.watcher
-                  && static_cast<ec>(err.code()) == ec::schema_outdated)
-                st.cfg.watcher->schema_checked(false);
-              spdlog::critical("{}", render(err));
-              self->quit(err);
-              return;
-            }
-            auto delay = st.check_backoff.next();
-            spdlog::error("cannot start yet{}, retrying in {} ms: {}",
-                          of_database(st.cfg), delay.count(), render(err));
-            self->delayed_send(self, delay, start_atom::value);
-          });
-    },
-    [self](start_atom, const std::string& which) {
-      auto& st = self->state;
-      if (st.stopping)
-        return;
-      if (which == "listener")
-        spawn_listener(self);
-      else if (which == "maintenance") {
-        // Only while this node still leads.
-        if (st.leader && !st.maintenance)
-          spawn_maintenance(self);
-      }
-      else if (which == "lease_keeper")
-        spawn_lease_keeper(self);
-      else if (which == "gate") {
-        // Pollers hold the old gate's handle: a gate crash ends the node.
-        self->quit(make_error(ec::internal, "the idle poll gate failed"));
-      } else if (which.rfind("poller:", 0) == 0) {
-        for (auto& q : st.cfg.config.queues)
-          if ("poller:" + q.name == which)
-            spawn_poller(self, q);
-        announce_pollers(self);
-      }
-    },
+    [self](start_atom) { start(self); },
+    [self](start_atom, const std::string& which) { restart(self, which); },
     [self](wake_atom, const std::string& queue) {
       auto& st = self->state;
       for (auto& [name, p] : st.pollers)
@@ -352,18 +473,7 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
       if (st.lease_keeper && !st.stopping)
         self->send(st.lease_keeper, elect_atom::value);
     },
-    [self](leader_atom, bool leader) {
-      auto& st = self->state;
-      if (st.stopping)
-        return;
-      st.leader = leader;
-      if (st.cfg.watcher)
-        st.cfg.watcher->leadership(leader);
-      if (leader && !st.maintenance)
-        spawn_maintenance(self);
-      else if (!leader)
-        stop_maintenance(self);
-    },
+    [self](leader_atom, bool leader) { on_leadership(self, leader); },
     [self](pause_atom, const std::string& queue, bool paused) {
       for (auto& [name, p] : self->state.pollers)
         if (name == queue)
@@ -374,85 +484,7 @@ supervisor_behavior(supervisor_pointer self, supervisor_config cfg) {
       for (auto& [name, p] : self->state.pollers)
         self->send(p, cancel_atom::value, std::vector<int64_t>{id});
     },
-    [self](stop_atom) -> caf::result<int64_t> {
-      auto& st = self->state;
-      auto promise = self->make_response_promise<int64_t>();
-      st.stop_promises.push_back(promise);
-      if (st.stopping)
-        return promise; // answered with the first request's drain
-      st.stopping = true;
-      if (st.cfg.watcher)
-        st.cfg.watcher->draining();
-      shut_down_helpers(self);
-      spdlog::info("stopping: no new claims; draining running jobs{}",
-                   of_database(st.cfg));
-      // Drain every poller and, meanwhile, give the leader lease up (its
-      // NOTIFY lets another node take over at once), then let each storage
-      // actor commit what it still buffers, then quit.
-      auto remaining = std::make_shared<size_t>(st.pollers.size() + 1);
-      auto released = std::make_shared<int64_t>(0);
-      auto finish = [self, released]() mutable {
-        auto& st = self->state;
-        // Drained: no running job is left to heartbeat.
-        if (st.lease_keeper)
-          self->send_exit(st.lease_keeper, caf::exit_reason::user_shutdown);
-        // Every storage actor flushes; the claimer also deletes this
-        // process's row in worker_nodes, after its flush.
-        auto flushes = std::make_shared<size_t>(st.completers.size() + 1);
-        auto done = [self, released, flushes]() mutable {
-          if (--*flushes > 0)
-            return;
-          spdlog::info("stopped: {} job(s) released{}", *released,
-                       of_database(self->state.cfg));
-          for (auto& p : self->state.stop_promises)
-            p.deliver(*released);
-          self->quit(caf::exit_reason::user_shutdown);
-        };
-        for (auto& c : st.completers)
-          self->request(c, caf::infinite, release_atom::value,
-                        std::vector<held_job>{}, true)
-            .then([done](int64_t) mutable { done(); },
-                  [done](caf::error&) mutable { done(); });
-        self->request(st.claimer, caf::infinite, leave_atom::value)
-          .then([done](bool) mutable { done(); },
-                [done](caf::error&) mutable { done(); });
-      };
-      auto resigned = [remaining, finish]() mutable {
-        if (--*remaining == 0)
-          finish();
-      };
-      // The resignation waits no longer than the drain (a hung database
-      // must not hold the stop; the lease then expires on its own), but at
-      // least a moment, so a healthy one hands over at once even with no
-      // drain budget.
-      auto resign_wait = std::max(st.cfg.config.worker.shutdown_drain,
-                                  defaults::min_resign_wait);
-      if (st.lease_keeper)
-        self->request(st.lease_keeper, resign_wait, resign_atom::value)
-          .then([resigned](bool) mutable { resigned(); },
-                [resigned, self](caf::error& err) mutable {
-                  spdlog::warn("giving the leader lease up failed ({}){}; "
-                               "it expires within the reclaim window",
-                               render(err), of_database(self->state.cfg));
-                  resigned();
-                });
-      else
-        resigned();
-      for (auto& [queue, p] : st.pollers)
-        self->request(p, caf::infinite, drain_atom::value)
-          .then(
-            [remaining, released, finish](int64_t n) mutable {
-              *released += n;
-              if (--*remaining == 0)
-                finish();
-            },
-            [remaining, finish](caf::error& err) mutable {
-              spdlog::error("draining a poller failed: {}", render(err));
-              if (--*remaining == 0)
-                finish();
-            });
-      return promise;
-    },
+    [self](stop_atom) -> caf::result<int64_t> { return stop(self); },
   };
 }
 

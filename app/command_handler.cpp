@@ -14,21 +14,20 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include "actor_worker/app/internal/command_child.hpp"
 #include "actor_worker/app/job_protocol.hpp"
 #include "actor_worker/messages/printable.hpp"
 
-extern char** environ;
-
 namespace aw {
+
+using namespace command_internal;
 
 namespace {
 
@@ -45,122 +44,6 @@ constexpr int reads_per_turn = 16;
 /// pipe (at most its capacity, 64 KiB by default, 1 MiB at most); a
 /// grandchild still writing is not waited for.
 constexpr int reads_after_exit = 32;
-
-int open_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-#else
-  (void) pid;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
-
-std::string signal_name(int sig) {
-  if (auto abbrev = ::sigabbrev_np(sig))
-    return std::string{"SIG"} + abbrev;
-  return "signal " + std::to_string(sig);
-}
-
-void set_nonblocking(int fd) {
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-void close_fd(int& fd) {
-  if (fd >= 0)
-    ::close(fd);
-  fd = -1;
-}
-
-/// The last `cap` bytes of a stream.
-class tail_buffer {
-public:
-  explicit tail_buffer(size_t cap) : cap_(cap) {
-    // nop
-  }
-
-  void append(const char* data, size_t n) {
-    if (n >= cap_) {
-      buf_.assign(data + n - cap_, cap_);
-      cut_ = true;
-      return;
-    }
-    buf_.append(data, n);
-    if (buf_.size() > 2 * cap_) {
-      buf_.erase(0, buf_.size() - cap_);
-      cut_ = true;
-    }
-  }
-
-  /// The tail, trimmed, starting on a character boundary; "[...]" in front
-  /// when the stream was longer.
-  std::string str() const {
-    size_t begin = buf_.size() > cap_ ? buf_.size() - cap_ : 0;
-    bool cut = cut_ || begin > 0;
-    // Not in the middle of a UTF-8 sequence.
-    while (begin < buf_.size()
-           && (static_cast<unsigned char>(buf_[begin]) & 0xC0) == 0x80)
-      ++begin;
-    auto first = buf_.find_first_not_of(" \t\r\n", begin);
-    if (first == std::string::npos)
-      return {};
-    auto last = buf_.find_last_not_of(" \t\r\n");
-    return (cut ? "[...]" : "") + buf_.substr(first, last - first + 1);
-  }
-
-private:
-  size_t cap_;
-  std::string buf_;
-  bool cut_ = false;
-};
-
-/// Splits stdout into lines and keeps the last outcome object; lines longer
-/// than the bound are skipped without being held.
-class outcome_scanner {
-public:
-  void append(const char* data, size_t n) {
-    while (n > 0) {
-      auto nl = static_cast<const char*>(std::memchr(data, '\n', n));
-      size_t len = nl ? static_cast<size_t>(nl - data) : n;
-      if (!too_long_) {
-        if (line_.size() + len > defaults::command_outcome_line_max) {
-          too_long_ = true;
-          line_.clear();
-          line_.shrink_to_fit();
-        } else {
-          line_.append(data, len);
-        }
-      }
-      if (!nl)
-        return;
-      end_line();
-      data += len + 1;
-      n -= len + 1;
-    }
-  }
-
-  /// The stream ended: its last line counts even without a newline.
-  void finish() {
-    end_line();
-  }
-
-  const std::optional<nlohmann::json>& last() const {
-    return last_;
-  }
-
-private:
-  void end_line() {
-    if (!too_long_ && !line_.empty())
-      if (auto o = outcome_object(line_))
-        last_ = std::move(o);
-    too_long_ = false;
-    line_.clear();
-  }
-
-  std::string line_;
-  bool too_long_ = false;
-  std::optional<nlohmann::json> last_;
-};
 
 /// What epoll reports on, packed into its 64-bit user data.
 enum class source : uint64_t { wake = 0, exit = 1, in = 2, out = 3, err = 4 };
@@ -382,89 +265,19 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
   }
 
   bool spawn(child& c, std::string& error) {
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    auto fail = [&](int code, const char* what) {
-      error = std::string{what} + ": " + std::strerror(code);
-      for (int* fd : {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1]})
-        close_fd(*fd);
+    spawned_child s;
+    if (!spawn_command(*c.cmd, c.callback_id, s, error))
       return false;
-    };
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0
-        || ::pipe2(err, O_CLOEXEC) != 0)
-      return fail(errno, "pipe");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-    if (!c.cmd->cwd.empty())
-      posix_spawn_file_actions_addchdir_np(&actions, c.cmd->cwd.c_str());
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP
-                                      | POSIX_SPAWN_SETSIGMASK
-                                      | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);
-    // The worker blocks SIGTERM and SIGINT (it takes them synchronously)
-    // and this thread SIGPIPE: a child must not inherit that.
-    sigset_t none, all;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    sigemptyset(&all);
-    for (int sig = 1; sig < NSIG; ++sig)
-      if (sig != SIGKILL && sig != SIGSTOP)
-        sigaddset(&all, sig);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    std::vector<char*> argv;
-    for (auto& a : c.cmd->argv)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    std::vector<char*> envp;
-    char** env = environ;
-    auto vars = c.cmd->env;
-    if (!c.callback_id.empty())
-      vars.emplace_back("AW_CALLBACK_ID", c.callback_id);
-    if (!vars.empty()) {
-      for (char** e = environ; *e != nullptr; ++e) {
-        std::string entry{*e};
-        auto name = entry.substr(0, entry.find('='));
-        bool replaced = false;
-        for (auto& [k, v] : vars)
-          replaced = replaced || k == name;
-        if (!replaced)
-          env_strings.push_back(std::move(entry));
-      }
-      for (auto& [k, v] : vars)
-        env_strings.push_back(k + "=" + v);
-      for (auto& s : env_strings)
-        envp.push_back(s.data());
-      envp.push_back(nullptr);
-      env = envp.data();
-    }
-    pid_t pid = -1;
-    int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), env);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    close_fd(in[0]);
-    close_fd(out[1]);
-    close_fd(err[1]);
-    if (rc != 0) {
-      auto what = c.cmd->cwd.empty()
-                    ? std::string{"spawn"}
-                    : "spawn (in " + printable(c.cmd->cwd) + ")";
-      return fail(rc, what.c_str());
-    }
-    c.pid = pid;
-    c.in = in[1];
-    c.out = out[0];
-    c.err = err[0];
+    c.pid = s.pid;
+    c.in = s.in;
+    c.out = s.out;
+    c.err = s.err;
     set_nonblocking(c.in);
     set_nonblocking(c.out);
     set_nonblocking(c.err);
     add_fd(c.out, EPOLLIN, tag(c.id, source::out));
     add_fd(c.err, EPOLLIN, tag(c.id, source::err));
-    c.pidfd = open_pidfd(pid);
+    c.pidfd = open_pidfd(c.pid);
     if (c.pidfd >= 0) {
       ::fcntl(c.pidfd, F_SETFD, FD_CLOEXEC);
       add_fd(c.pidfd, EPOLLIN, tag(c.id, source::exit));
@@ -473,7 +286,6 @@ struct command_runner::impl : std::enable_shared_from_this<impl> {
     }
     return true;
   }
-
   void write_input(child& c) {
     while (c.in >= 0 && c.written < c.input.size()) {
       auto n = ::write(c.in, c.input.data() + c.written,

@@ -89,6 +89,101 @@ void configure_actor_system(caf::actor_system_config& sys_cfg,
                                     : caf::atom("sharing"));
 }
 
+namespace {
+
+/// The databases a node of `cfg` works with, by name: those of its queues
+/// and periodic schedules ([database] always, so a node never runs
+/// nothing), each with the configuration as it runs against it.
+std::vector<std::pair<std::string, runtime_config>>
+databases_served(const runtime_config& cfg) {
+  std::vector<std::pair<std::string, runtime_config>> parts;
+  for (auto& name : cfg.database_names()) {
+    auto part = cfg.for_database(name);
+    if (name == defaults::database_name || !part.queues.empty()
+        || !part.periodic.empty())
+      parts.emplace_back(name, std::move(part));
+  }
+  return parts;
+}
+
+/// The metrics of the node's queues and of the databases in `parts`.
+std::shared_ptr<prometheus_observer>
+observer_of(const runtime_config& cfg, const registry& reg,
+            const std::vector<std::pair<std::string, runtime_config>>& parts) {
+  std::vector<std::string> queues;
+  for (auto& q : cfg.queues)
+    queues.push_back(q.name);
+  std::vector<std::string> databases;
+  for (auto& part : parts)
+    databases.push_back(part.first);
+  return std::make_shared<prometheus_observer>(
+    reg.kinds(), std::move(queues), AW_VERSION, std::move(databases),
+    cfg.metrics.max_metric_queues);
+}
+
+/// The HTTP endpoint of [http] (listening already), with the dashboard
+/// unless [http] dashboard = false; live until `ended` is ready.
+std::unique_ptr<http_endpoint>
+http_endpoint_of(const runtime_config& cfg, const registry& reg,
+                 const std::string& worker_id,
+                 std::shared_ptr<prometheus_observer> observer,
+                 std::shared_future<caf::error> ended) {
+  std::shared_ptr<dashboard> dash;
+  if (cfg.http.dashboard)
+    dash = std::make_shared<dashboard>(
+      cfg,
+      dashboard_node{worker_id, AW_VERSION, reg.kinds(),
+                     std::chrono::system_clock::now()},
+      observer);
+  auto ended_view = ended;
+  return std::make_unique<http_endpoint>(
+    cfg.http,
+    [ended_view] {
+      return ended_view.wait_for(std::chrono::seconds{0})
+             != std::future_status::ready;
+    },
+    observer, std::move(dash));
+}
+
+/// The transactional pools, by database name.
+using transaction_pools
+  = std::map<std::string, std::shared_ptr<storage::transaction_pool>>;
+
+/// Threads for handlers that may block: started on demand, at most one
+/// per concurrency slot, given back when idle. Transactional handlers run
+/// there too, their transactions on their job's database's pool.
+std::shared_ptr<registry_runner>
+handler_runner(const runtime_config& cfg, std::shared_ptr<const registry> reg,
+               std::shared_ptr<transaction_pools> pools) {
+  size_t threads = 0;
+  for (auto& q : cfg.queues)
+    threads += static_cast<size_t>(q.concurrency);
+  return std::make_shared<registry_runner>(
+    reg, threads,
+    [reg, pools, routes = cfg](const claimed_job& job,
+                               const cancellation_token& cancel) {
+      auto pool = pools->find(routes.database_of(job.queue));
+      if (pool == pools->end()) // a queue this node claims has its database
+        return failure_of(job.id, outcome_kind::retryable_failure,
+                          "no transactional pool for the database of queue '"
+                            + job.queue + "'");
+      return reg->run_transactional(job, cancel, *pool->second);
+    },
+    // Callback ids registered while a job runs go through the same pool.
+    [pools, routes = cfg](const claimed_job& job,
+                          std::chrono::milliseconds timeout,
+                          const cancellation_token& cancel) {
+      auto pool = pools->find(routes.database_of(job.queue));
+      if (pool == pools->end())
+        throw std::runtime_error("no database connection pool for queue '"
+                                 + job.queue + "'");
+      return pool->second->register_callback(job.id, job.lease, timeout,
+                                             cancel);
+    });
+}
+
+} // namespace
+
 runtime::runtime(caf::actor_system& sys, runtime_config cfg,
                  std::shared_ptr<const registry> reg,
                  std::shared_ptr<idle_poll_gate> gate)
@@ -103,41 +198,11 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   cfg_ = cfg;
   worker_id_ = make_worker_id(cfg.worker.node);
   ended_ = shards_->ended.get_future().share();
-  // The databases this node works with, by name: those of its queues and
-  // periodic schedules ([database] always, so a node never runs nothing).
-  std::vector<std::pair<std::string, runtime_config>> parts;
-  for (auto& name : cfg.database_names()) {
-    auto part = cfg.for_database(name);
-    if (name == defaults::database_name || !part.queues.empty()
-        || !part.periodic.empty())
-      parts.emplace_back(name, std::move(part));
-  }
+  auto parts = databases_served(cfg);
   if (!cfg.http.listen.empty()) {
-    std::vector<std::string> queues;
-    for (auto& q : cfg.queues)
-      queues.push_back(q.name);
-    std::vector<std::string> databases;
-    for (auto& part : parts)
-      databases.push_back(part.first);
-    observer_ = std::make_shared<prometheus_observer>(
-      reg->kinds(), std::move(queues), AW_VERSION, std::move(databases),
-      cfg.metrics.max_metric_queues);
-    std::shared_ptr<dashboard> dash;
-    if (cfg.http.dashboard)
-      dash = std::make_shared<dashboard>(
-        cfg,
-        dashboard_node{worker_id_, AW_VERSION, reg->kinds(),
-                       std::chrono::system_clock::now()},
-        observer_);
+    observer_ = observer_of(cfg, *reg, parts);
     // Before any actor starts: a port in use fails the start cleanly.
-    auto ended_view = ended_;
-    http_ = std::make_unique<http_endpoint>(
-      cfg.http,
-      [ended_view] {
-        return ended_view.wait_for(std::chrono::seconds{0})
-               != std::future_status::ready;
-      },
-      observer_, std::move(dash));
+    http_ = http_endpoint_of(cfg, *reg, worker_id_, observer_, ended_);
   }
   // Hooks may block: the dispatcher gets a thread of its own.
   auto hooks = sys.spawn<caf::detached>(hook_dispatcher_behavior, reg,
@@ -152,8 +217,7 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
   // One supervisor per database, and a transactional pool per database
   // with the same connection options as its storage actors.
   std::vector<supervisor_config> configs;
-  auto pools = std::make_shared<
-    std::map<std::string, std::shared_ptr<storage::transaction_pool>>>();
+  auto pools = std::make_shared<transaction_pools>();
   for (auto& [name, part] : parts) {
     supervisor_config sc;
     sc.config = std::move(part);
@@ -177,34 +241,7 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
       db.transactional_pool_size, db.transaction_timeout, std::move(groups));
     configs.push_back(std::move(sc));
   }
-  size_t threads = 0;
-  for (auto& q : cfg.queues)
-    threads += static_cast<size_t>(q.concurrency);
-  // Threads for handlers that may block: started on demand, at most one
-  // per concurrency slot, given back when idle. Transactional handlers run
-  // there too, their transactions on their job's database's pool.
-  runner_ = std::make_shared<registry_runner>(
-    reg, threads,
-    [reg, pools, routes = cfg](const claimed_job& job,
-                               const cancellation_token& cancel) {
-      auto pool = pools->find(routes.database_of(job.queue));
-      if (pool == pools->end()) // a queue this node claims has its database
-        return failure_of(job.id, outcome_kind::retryable_failure,
-                          "no transactional pool for the database of queue '"
-                            + job.queue + "'");
-      return reg->run_transactional(job, cancel, *pool->second);
-    },
-    // Callback ids registered while a job runs go through the same pool.
-    [pools, routes = cfg](const claimed_job& job,
-                          std::chrono::milliseconds timeout,
-                          const cancellation_token& cancel) {
-      auto pool = pools->find(routes.database_of(job.queue));
-      if (pool == pools->end())
-        throw std::runtime_error("no database connection pool for queue '"
-                                 + job.queue + "'");
-      return pool->second->register_callback(job.id, job.lease, timeout,
-                                             cancel);
-    });
+  runner_ = handler_runner(cfg, reg, pools);
   // Not under the lock: a supervisor that ended already runs its functor
   // (which takes the lock) inside attach_functor.
   for (auto& sc : configs) {

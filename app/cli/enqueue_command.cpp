@@ -266,6 +266,87 @@ const char* const jsonl_keys = "kind, args, queue, priority, max_attempts, "
                                "run_at, delay, deadline, tags, metadata, "
                                "ordering_key";
 
+/// Reads `key` of a line of `enqueue --jsonl` into `req` (`at` names the
+/// line); notes whether it was "delay" or "run_at", which exclude each
+/// other. Throws usage_error for a value of the wrong type or an unknown
+/// key.
+void read_line_key(aw::enqueue_request& req, const std::string& at,
+                   const std::string& key, const nlohmann::json& value,
+                   bool& has_delay, bool& has_run_at) {
+  auto wrong = [&](const char* expected) {
+    return usage_error(at + "\"" + key + "\" must be " + expected + ", got "
+                       + value.type_name());
+  };
+  if (key == "kind") {
+    if (!value.is_string())
+      throw wrong("a string");
+    req.kind = value.get<std::string>();
+  } else if (key == "args") {
+    if (!value.is_object())
+      throw wrong("a JSON object");
+    req.args = value;
+  } else if (key == "queue") {
+    if (!value.is_string())
+      throw wrong("a string");
+    req.options.queue = value.get<std::string>();
+  } else if (key == "priority") {
+    if (!value.is_number_integer() || value.get<int64_t>() < INT32_MIN
+        || value.get<int64_t>() > INT32_MAX)
+      throw wrong("an integer");
+    req.options.priority = value.get<int>();
+  } else if (key == "max_attempts") {
+    if (!value.is_number_integer() || value.get<int64_t>() < 1
+        || value.get<int64_t>() > aw::defaults::max_attempts_limit)
+      throw usage_error(at + "\"max_attempts\" must be an integer from 1 to "
+                        + std::to_string(aw::defaults::max_attempts_limit));
+    req.options.max_attempts = value.get<int>();
+  } else if (key == "run_at") {
+    if (!value.is_string())
+      throw wrong("an RFC 3339 timestamp string");
+    req.options.run_at = parse_rfc3339(at + "\"run_at\"",
+                                       value.get<std::string>());
+    req.options.delay = std::chrono::milliseconds{0};
+    has_run_at = true;
+  } else if (key == "delay" || key == "deadline") {
+    std::string text;
+    if (value.is_string())
+      text = value.get<std::string>();
+    else if (value.is_number() && value.get<double>() >= 0)
+      text = value.dump();
+    else
+      throw wrong("a duration (\"500ms\", \"2m\") or seconds");
+    auto d = seconds_or_duration((at + "\"" + key + "\"").c_str(), text);
+    if (key == "delay") {
+      req.options.delay = d;
+      req.options.run_at.reset();
+      has_delay = true;
+    } else {
+      req.options.deadline = d;
+    }
+  } else if (key == "tags") {
+    if (!value.is_array())
+      throw wrong("an array of strings");
+    req.options.tags.clear();
+    for (auto& t : value) {
+      if (!t.is_string() || t.get<std::string>().empty())
+        throw usage_error(at + "\"tags\" must be an array of non-empty "
+                               "strings");
+      req.options.tags.push_back(t.get<std::string>());
+    }
+  } else if (key == "metadata") {
+    if (!value.is_object())
+      throw wrong("a JSON object");
+    req.options.metadata = value;
+  } else if (key == "ordering_key") {
+    if (!value.is_string() || value.get<std::string>().empty())
+      throw usage_error(at + "\"ordering_key\" must be a non-empty string");
+    req.options.ordering_key = value.get<std::string>();
+  } else {
+    throw usage_error(at + "unknown key \"" + aw::printable(key)
+                      + "\" (keys: " + jsonl_keys + ")");
+  }
+}
+
 /// One line of `enqueue --jsonl` as a job; `defaults` from the flags.
 /// Throws usage_error naming the line.
 aw::enqueue_request parse_line(const std::string& line, size_t number,
@@ -285,80 +366,8 @@ aw::enqueue_request parse_line(const std::string& line, size_t number,
   aw::enqueue_request req;
   req.options = defaults;
   bool has_delay = false, has_run_at = false;
-  for (auto& [key, value] : doc.items()) {
-    auto wrong = [&](const char* expected) {
-      return usage_error(at + "\"" + key + "\" must be " + expected + ", got "
-                         + value.type_name());
-    };
-    if (key == "kind") {
-      if (!value.is_string())
-        throw wrong("a string");
-      req.kind = value.get<std::string>();
-    } else if (key == "args") {
-      if (!value.is_object())
-        throw wrong("a JSON object");
-      req.args = value;
-    } else if (key == "queue") {
-      if (!value.is_string())
-        throw wrong("a string");
-      req.options.queue = value.get<std::string>();
-    } else if (key == "priority") {
-      if (!value.is_number_integer() || value.get<int64_t>() < INT32_MIN
-          || value.get<int64_t>() > INT32_MAX)
-        throw wrong("an integer");
-      req.options.priority = value.get<int>();
-    } else if (key == "max_attempts") {
-      if (!value.is_number_integer() || value.get<int64_t>() < 1
-          || value.get<int64_t>() > aw::defaults::max_attempts_limit)
-        throw usage_error(at + "\"max_attempts\" must be an integer from 1 to "
-                          + std::to_string(aw::defaults::max_attempts_limit));
-      req.options.max_attempts = value.get<int>();
-    } else if (key == "run_at") {
-      if (!value.is_string())
-        throw wrong("an RFC 3339 timestamp string");
-      req.options.run_at = parse_rfc3339(at + "\"run_at\"",
-                                         value.get<std::string>());
-      req.options.delay = std::chrono::milliseconds{0};
-      has_run_at = true;
-    } else if (key == "delay" || key == "deadline") {
-      std::string text;
-      if (value.is_string())
-        text = value.get<std::string>();
-      else if (value.is_number() && value.get<double>() >= 0)
-        text = value.dump();
-      else
-        throw wrong("a duration (\"500ms\", \"2m\") or seconds");
-      auto d = seconds_or_duration((at + "\"" + key + "\"").c_str(), text);
-      if (key == "delay") {
-        req.options.delay = d;
-        req.options.run_at.reset();
-        has_delay = true;
-      } else {
-        req.options.deadline = d;
-      }
-    } else if (key == "tags") {
-      if (!value.is_array())
-        throw wrong("an array of strings");
-      req.options.tags.clear();
-      for (auto& t : value) {
-        if (!t.is_string() || t.get<std::string>().empty())
-          throw usage_error(at + "\"tags\" must be an array of non-empty "
-                                 "strings");
-        req.options.tags.push_back(t.get<std::string>());
-      }
-    } else if (key == "metadata") {
-      if (!value.is_object())
-        throw wrong("a JSON object");
-      req.options.metadata = value;
-    } else if (key == "ordering_key") {
-      if (!value.is_string() || value.get<std::string>().empty())
-        throw usage_error(at + "\"ordering_key\" must be a non-empty string");
-      req.options.ordering_key = value.get<std::string>();
-    } else {
-      throw usage_error(at + "unknown key \"" + aw::printable(key)
-                        + "\" (keys: " + jsonl_keys + ")");
-    }
-  }
+  for (auto& [key, value] : doc.items())
+    read_line_key(req, at, key, value, has_delay, has_run_at);
   if (has_delay && has_run_at)
     throw usage_error(at + "\"run_at\" and \"delay\" exclude each other");
   if (!doc.contains("kind"))
