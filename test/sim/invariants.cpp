@@ -60,10 +60,14 @@ void invariants::on_change(const model_change& c) {
       break;
     case what::node_seen:
       seen_[c.worker] = c.at_ms;
-      left_.erase(c.worker);
       break;
     case what::node_left:
-      left_.insert(c.worker);
+      // A worker that left holds nothing: either its row is gone (until a
+      // refresh brings it back) or it is marked left for good.
+      if (c.row_deleted)
+        seen_.erase(c.worker);
+      else
+        left_.insert(c.worker);
       break;
     case what::lease_heartbeated:
       listed_[c.lease] = c.at_ms;

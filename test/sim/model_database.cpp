@@ -578,13 +578,26 @@ bool model_database::resign(const std::string& worker) {
 }
 
 void model_database::leave(const std::string& worker) {
+  // As node_leave.sql: the row goes when the worker holds nothing any
+  // more; else it is marked left, and the next rescue takes back what its
+  // claims still hold (a later refresh does not undo that).
+  bool idle = true;
+  for (auto& [id, j] : jobs_)
+    if (j.state == model_state::running && j.lease != 0
+        && leases_.at(j.lease).worker == worker && !leases_.at(j.lease).rescued)
+      idle = false;
   auto n = nodes_.find(worker);
-  if (n != nodes_.end())
+  if (n == nodes_.end())
+    return;
+  if (idle)
+    nodes_.erase(n);
+  else
     n->second.left = true;
   model_change ch;
   ch.kind = model_change::what::node_left;
   ch.worker = worker;
   ch.at_ms = now();
+  ch.row_deleted = idle;
   report(ch);
 }
 

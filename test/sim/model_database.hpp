@@ -171,6 +171,9 @@ struct model_change {
   /// (not a rescue's or an after-commit failure's, which come later, best
   /// effort, through enqueue_follow_ups).
   bool follow_ups_in_transaction = false;
+  /// node_left: the worker held nothing, so its row was deleted (a later
+  /// refresh inserts it again); else the row is marked left for good.
+  bool row_deleted = false;
 };
 
 /// Settings of the model that mirror the worker's configuration.
