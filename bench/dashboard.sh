@@ -261,8 +261,9 @@ explain "jobs list, state=cancelled, newest 50" job_rows_finished_idx \
   "select id from job_rows where state = 'cancelled' and ready_xid is null order by id desc limit 50"
 explain "jobs list, state=completed off the lanes, newest 50" job_rows_finished_idx \
   "select id from job_rows where state = 'completed' and ready_xid is null order by id desc limit 50"
-explain "failure groups (storage/sql/dashboard_failure_groups.sql)" dead_letter_jobs_fingerprint_idx \
-  "$(grep -v '^--' "$ROOT/storage/sql/dashboard_failure_groups.sql" | sed 's/\$1/100/')"
+explain "failure groups (storage/sql/dashboard.sql:dashboard_failure_groups)" dead_letter_jobs_fingerprint_idx \
+  "$(awk '/^-- name: /{p = ($3 == "dashboard_failure_groups"); next} p && !/^--/' \
+       "$ROOT/storage/sql/dashboard.sql" | sed 's/\$1/100/')"
 explain "one group's dead letters, newest 50" dead_letter_jobs_fingerprint_idx \
   "select id from dead_letter_jobs where kind = 'sync_user' and fingerprint = 'user <uuid> not found' order by id desc limit 50"
 explain "one group's count (before retrying it)" dead_letter_jobs_fingerprint_idx \

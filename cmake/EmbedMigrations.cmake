@@ -1,5 +1,5 @@
 # Turns migrations/NNN_name.sql (DDL) and storage/sql/functions/NAME.sql
-# (one SQL function each) into a generated C++ source, so the binary
+# (the function NAME, and any helpers only it calls) into a generated C++ source, so the binary
 # carries its schema and `actor-worker migrate` needs no files at run time.
 # Invoked in script mode:
 #   cmake -DSRC_DIR=... -DFUNCTIONS_DIR=... -DOUT=... -P EmbedMigrations.cmake
@@ -19,7 +19,16 @@ set(_fbody "")
 foreach(_f IN LISTS _functions)
   get_filename_component(_name "${_f}" NAME_WE)
   file(READ "${_f}" _sql)
-  string(APPEND _fbody "  {\"${_name}\", R\"aw_sql(${_sql})aw_sql\"},\n")
+  # The functions the file defines: NAME first, then its helpers.
+  string(REGEX MATCHALL "\nCREATE OR REPLACE FUNCTION [a-z0-9_]+" _defs "\n${_sql}")
+  set(_names "\"${_name}\"")
+  foreach(_d IN LISTS _defs)
+    string(REGEX REPLACE ".*FUNCTION " "" _d "${_d}")
+    if(NOT _d STREQUAL _name)
+      string(APPEND _names ", \"${_d}\"")
+    endif()
+  endforeach()
+  string(APPEND _fbody "  {\"${_name}\", {${_names}}, R\"aw_sql(${_sql})aw_sql\"},\n")
 endforeach()
 file(WRITE "${OUT}.tmp"
 "// Generated from migrations/*.sql and storage/sql/functions/*.sql by

@@ -144,7 +144,7 @@ constexpr std::chrono::milliseconds dead_letter_retention{0};
 constexpr std::chrono::milliseconds maintenance_interval = 10s;
 
 /// Maintenance vacuums a small queue table (worker_nodes, queue_controls,
-/// jobs_unique ...: storage/sql/dead_tuples.sql)
+/// jobs_unique ...: storage/sql/retention.sql:dead_tuples)
 /// once its dead tuples pass both bounds: a count, and a share of its live
 /// rows. Autovacuum's own trigger (20% of the table, checked at most once
 /// a minute) lets such tables pile up dead tuples for minutes. The ring's

@@ -13,9 +13,8 @@
 # database. The last line is "N seeds, V violations" (with --trace-hash:
 # the trace hash of the last seed); the exit status is 1 on any violation.
 #
-# --sql hands every other argument to the differential suite against the
-# real PostgreSQL: the program SQL_SIM_BIN, built first as the CMake target
-# SQL_SIM_TARGET when that is set (both filled in by the SQL suite).
+# --sql runs the random multi-session schedules against the real SQL
+# instead (scripts/simulate-sql.sh, which takes the arguments as they are).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,14 +43,7 @@ build() {
 }
 
 if (( sql )); then
-  SQL_SIM_TARGET=${SQL_SIM_TARGET:-}
-  SQL_SIM_BIN=${SQL_SIM_BIN:-}
-  if [[ -z $SQL_SIM_BIN ]]; then
-    echo "simulate.sh: --sql needs the differential SQL suite (SQL_SIM_BIN is not set)" >&2
-    exit 2
-  fi
-  [[ -n $SQL_SIM_TARGET ]] && build "$SQL_SIM_TARGET"
-  exec "$SQL_SIM_BIN" "${args[@]}"
+  exec scripts/simulate-sql.sh "$@"
 fi
 
 build aw_simulate

@@ -18,7 +18,7 @@ std::string nodes_json(pqxx::connection_base& conn,
 
 /// True when no live worker process (not gone, seen within
 /// `reclaim_window`) serves `queue` with a handler for `kind`: a job of
-/// it would wait until one starts (storage/sql/kind_unserved.sql).
+/// it would wait until one starts (storage/sql/nodes.sql:kind_unserved).
 bool kind_unserved(pqxx::connection_base& conn, const std::string& kind,
                    const std::string& queue,
                    std::chrono::milliseconds reclaim_window);

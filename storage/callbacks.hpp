@@ -111,7 +111,7 @@ callback_resolution apply_callback(pqxx::transaction_base& tx,
                                    const nlohmann::json& payload,
                                    const std::string& error_message);
 
-/// A resolution kept while its job ran, as wait.sql hands it back
+/// A resolution kept while its job ran, as outcomes.sql:wait hands it back
 /// (`early`): {"action", "payload", "error"}.
 struct kept_resolution {
   /// The action asked for.
@@ -128,7 +128,7 @@ kept_resolution parse_kept_resolution(const std::string& text);
 
 /// Registers a callback id for job `job_id` of run `lease` of `worker`,
 /// timing out `timeout` from now, in `tx`: the id, or nothing when the run
-/// no longer holds the job (callback_register.sql).
+/// no longer holds the job (callbacks.sql:callback_register).
 std::optional<std::string>
 register_running_callback(pqxx::transaction_base& tx, const std::string& worker,
                           int64_t job_id, int64_t lease,

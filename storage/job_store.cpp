@@ -277,9 +277,9 @@ std::string describe_lane_holder(const nlohmann::json& b) {
   return text;
 }
 
-/// Reads the claim rows (storage/sql/claim.sql) into `out`: jobs, then
+/// Reads the claim rows (storage/sql/claim.sql:claim) into `out`: jobs, then
 /// note rows (lease NULL) whose JSON says what else the worker should know;
-/// a note's "done" (finish_and_claim.sql) lists the completions recorded.
+/// a note's "done" (claim.sql:finish_and_claim) lists the completions recorded.
 void parse_claim_rows(const pqxx::result& rows, const std::string& queue,
                       int64_t default_deadline_ms, claim_result& out,
                       std::vector<int64_t>* done) {

@@ -282,7 +282,7 @@ public:
   wait_times(const std::vector<int64_t>& jobs);
 
   /// One sample of every queue's live jobs by state and its oldest due
-  /// job (storage/sql/queue_samples.sql), sorted by queue; a process not
+  /// job (storage/sql/samples.sql:queue_samples), sorted by queue; a process not
   /// seen for the reclaim window serves no job of it (unserved).
   queue_samples sample_queues();
 

@@ -61,9 +61,8 @@ migrate_report migrate(const std::string& url) {
     try {
       tx.exec(f.sql);
     } catch (const pqxx::sql_error& e) {
-      throw pqxx::sql_error("installing function " + f.name
-                              + " (storage/sql/functions/" + f.name
-                              + ".sql) failed: " + e.what(),
+      throw pqxx::sql_error("installing the functions of storage/sql/functions/"
+                              + f.name + ".sql failed: " + e.what(),
                             e.query(), e.sqlstate().c_str());
     }
   }

@@ -1,9 +1,9 @@
 #pragma once
 // The schema migrations runner. Migrations are the files migrations/NNN_*.sql
 // (DDL only), recorded in the table actor_worker_migrations; every SQL
-// function is a file storage/sql/functions/NAME.sql, installed by each
-// migrate run. Both are compiled into the binary
-// (cmake/EmbedMigrations.cmake).
+// function is in a file storage/sql/functions/NAME.sql (NAME and the
+// helpers only it calls), installed by each migrate run. Both are compiled
+// into the binary (cmake/EmbedMigrations.cmake).
 
 #include <stdexcept>
 #include <string>
@@ -24,16 +24,19 @@ struct migration {
 /// All migrations this binary carries, in version order.
 const std::vector<migration>& embedded_migrations();
 
-/// One SQL function file: `name` is the function it defines (CREATE OR
-/// REPLACE FUNCTION name ...).
+/// One SQL function file, storage/sql/functions/NAME.sql: the function
+/// NAME, followed by the helpers only it calls (the claim's file holds the
+/// whole claim, so that it reads in one place).
 struct sql_function {
-  /// The function's name.
+  /// The file's name and its main function's.
   std::string name;
-  /// The file's SQL (CREATE OR REPLACE FUNCTION ...).
+  /// Every function it defines (CREATE OR REPLACE FUNCTION), `name` first.
+  std::vector<std::string> defines;
+  /// The file's SQL.
   std::string sql;
 };
 
-/// Every SQL function this binary carries, by name.
+/// Every SQL function file this binary carries, by name.
 const std::vector<sql_function>& embedded_functions();
 
 /// The highest version this binary knows.

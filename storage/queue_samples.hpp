@@ -1,5 +1,5 @@
 #pragma once
-// Reading one sample of every queue's depth (storage/sql/queue_samples.sql):
+// Reading one sample of every queue's depth (storage/sql/samples.sql:queue_samples):
 // shared by the leader's maintenance (job_store::sample_queues) and the
 // dashboard of a node that does not lead (storage::dashboard_queue_samples).
 
@@ -12,13 +12,13 @@ class transaction_base;
 
 namespace aw::storage {
 
-/// The rows of queue_samples.sql (queue, state, jobs, oldest, oldest_age)
+/// The rows of samples.sql:queue_samples (queue, state, jobs, oldest, oldest_age)
 /// folded into one sample per queue, sorted by queue. The statement's one
 /// parameter is the reclaim window in seconds (a node not seen for it does
 /// not serve: see queue_sample::unserved).
 queue_samples to_queue_samples(const pqxx::result& rows);
 
-/// What queue_samples.sql needs of the transaction it runs in, set first
+/// What samples.sql:queue_samples needs of the transaction it runs in, set first
 /// (SET LOCAL: it holds behind a transaction-mode pooler too). No
 /// sequential scan: every part has an index bounded by the live work,
 /// while a scan of a ring slot reads its whole history (a plan the

@@ -66,11 +66,12 @@ const std::vector<required_table>& required_schema() {
 }
 
 const std::vector<required_function>& required_functions() {
-  // Every function file of storage/sql/functions/ names its function.
+  // Every function of every file of storage/sql/functions/.
   static const std::vector<required_function> functions = [] {
     std::vector<required_function> out;
     for (const auto& f : embedded_functions())
-      out.push_back({f.name.c_str(), -1});
+      for (const auto& name : f.defines)
+        out.push_back({name.c_str(), -1});
     return out;
   }();
   return functions;

@@ -34,7 +34,7 @@ using time_point = caf::actor_clock::time_point;
 
 /// The cluster_leader row, shared by the stub storages of several
 /// simulated processes: taken when free or expired, renewed by its holder
-/// for `ttl` (as storage/sql/node_refresh.sql does, on virtual time).
+/// for `ttl` (as storage/sql/nodes.sql:node_refresh does, on virtual time).
 struct leader_lease {
   std::string holder;
   time_point expires{};

@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(jobs_list_by_state_uses_an_index_on_a_big_table) {
   // The plan reads the 3 rows through an index, not 20,003.
   aw::test::db_session s{db.url};
   std::string plan;
-  // (storage/sql/admin_jobs_list.sql for --state scheduled: the view's
+  // (storage/sql/admin_jobs.sql:admin_jobs_list for --state scheduled: the view's
   // other branches drop out, and the one left reads jobs_due_idx.)
   for (auto row : s.query("EXPLAIN SELECT j.id FROM jobs AS j "
                           "WHERE j.id > 0 AND j.state = 'scheduled' "

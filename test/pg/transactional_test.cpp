@@ -115,6 +115,23 @@ struct tx_fixture {
     }
     return s.text("SELECT last_error_message FROM jobs_live");
   }
+
+  /// Registers `long`: a transactional kind whose statement sleeps 20 s
+  /// after writing its effect, until a cancel request stops it.
+  void add_long_sleeper() {
+    reg->add_transactional<json>(
+      "long", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+        write_effect(tx, ctx);
+        tx.exec("SELECT pg_sleep(20)");
+      });
+  }
+
+  /// How many of `long`'s statements are sleeping now.
+  int64_t sleeping_statements() {
+    return s.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
+                    "datname = current_database() AND query = "
+                    "'SELECT pg_sleep(20)'");
+  }
 };
 
 } // namespace
@@ -352,22 +369,12 @@ BOOST_AUTO_TEST_CASE(the_transaction_ends_at_its_limit) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cancel_request_stops_the_running_statement_and_rolls_back) {
-  reg->add_transactional<json>(
-    "long", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
-      write_effect(tx, ctx);
-      tx.exec("SELECT pg_sleep(20)");
-    });
+  add_long_sleeper();
   {
     aw::test::worker_node node{db.config(2), reg};
     auto id = enqueue_n(db, "long", 1).front();
-    BOOST_REQUIRE(aw::test::wait_until(
-      [&] {
-        return s.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
-                        "datname = current_database() AND query = "
-                        "'SELECT pg_sleep(20)'")
-               == 1;
-      },
-      patience));
+    BOOST_REQUIRE(aw::test::wait_until([&] { return sleeping_statements() == 1; },
+                                       patience));
     auto started = std::chrono::steady_clock::now();
     auto r = aw::test::run_binary("jobs cancel " + std::to_string(id), db.url);
     BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -387,11 +394,7 @@ BOOST_AUTO_TEST_CASE(a_cancel_request_stops_the_running_statement_and_rolls_back
 BOOST_AUTO_TEST_CASE(a_cancel_request_stops_a_run_waiting_for_a_connection) {
   // The only connection of the pool is held by a statement that sleeps; a
   // run waiting for it is woken by its cancellation, not by the connection.
-  reg->add_transactional<json>(
-    "long", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
-      write_effect(tx, ctx);
-      tx.exec("SELECT pg_sleep(20)");
-    });
+  add_long_sleeper();
   reg->add_transactional<json>(
     "short", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
       write_effect(tx, ctx);
@@ -399,14 +402,8 @@ BOOST_AUTO_TEST_CASE(a_cancel_request_stops_a_run_waiting_for_a_connection) {
   {
     aw::test::worker_node node{grouped(db.config(2), 1, 1), reg};
     auto holder = enqueue_n(db, "long", 1).front();
-    BOOST_REQUIRE(aw::test::wait_until(
-      [&] {
-        return s.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
-                        "datname = current_database() AND query = "
-                        "'SELECT pg_sleep(20)'")
-               == 1;
-      },
-      patience));
+    BOOST_REQUIRE(aw::test::wait_until([&] { return sleeping_statements() == 1; },
+                                       patience));
     auto waiter = enqueue_n(db, "short", 1).front();
     BOOST_REQUIRE(aw::test::wait_until(
       [&] {
@@ -426,10 +423,7 @@ BOOST_AUTO_TEST_CASE(a_cancel_request_stops_a_run_waiting_for_a_connection) {
       patience));
     BOOST_TEST((std::chrono::steady_clock::now() - started < 10s));
     // The holder still sleeps on the connection the waiter never got.
-    BOOST_TEST(s.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
-                        "datname = current_database() AND query = "
-                        "'SELECT pg_sleep(20)'")
-               == 1);
+    BOOST_TEST(sleeping_statements() == 1);
     r = aw::test::run_binary("jobs cancel " + std::to_string(holder), db.url);
     BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     BOOST_REQUIRE(aw::test::wait_until(

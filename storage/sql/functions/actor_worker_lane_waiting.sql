@@ -8,7 +8,7 @@
 -- from the position's lower snapshot instead, a lane whose last tick was
 -- used up read its whole finished history: the lower snapshot stays put
 -- while a lane is idle. Read by the queue samples
--- (storage/sql/queue_samples.sql) and the ring (actor_worker_recycle).
+-- (storage/sql/samples.sql:queue_samples) and the ring (actor_worker_recycle).
 CREATE OR REPLACE FUNCTION actor_worker_lane_waiting(
   p_queue text, p_priority integer, p_lo pg_snapshot, p_hi pg_snapshot,
   p_to_xid xid8, p_to_id bigint, p_slot_from smallint, p_slot_to smallint)

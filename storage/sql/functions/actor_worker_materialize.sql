@@ -31,7 +31,7 @@
 -- and any other outcome committed since the statement above: a batch
 -- is marked only when receipts visible to it hold all its jobs, as
 -- before; one both missed is marked by maintenance
--- (storage/sql/close_batches.sql), as before.
+-- (storage/sql/outcomes.sql:close_batches), as before.
 CREATE OR REPLACE FUNCTION actor_worker_materialize(
   p_worker text, p_batches bigint[], p_ids bigint[])
 RETURNS SETOF bigint

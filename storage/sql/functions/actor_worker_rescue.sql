@@ -42,9 +42,16 @@ BEGIN
   FOR v_worker, v_seen IN
     SELECT n.worker_id, coalesce(n.left_at, 'infinity')
       FROM worker_nodes AS n
-     WHERE n.rescued_at IS NULL
-       AND (n.left_at IS NOT NULL
+     WHERE (n.left_at IS NOT NULL
             OR n.last_seen_at < now() - make_interval(secs => p_window_s))
+       AND (n.rescued_at IS NULL
+            -- Rescued before, and claimed again since without refreshing
+            -- its row (it woke up, claimed, and died before its next
+            -- heartbeat round): those claims are taken back too, or they
+            -- would stay running for good.
+            OR EXISTS (SELECT 1 FROM job_batches AS x
+                        WHERE x.worker = n.worker_id AND x.rescued_at IS NULL
+                          AND x.finished_at IS NULL))
     UNION ALL
     SELECT w.worker, 'infinity' FROM (
       WITH RECURSIVE w(worker) AS (

@@ -4,7 +4,7 @@
 -- docs/storage.md). It is the default of jobs.slot, so it runs once per
 -- inserted row: it is a plain SQL expression the planner inlines, with the
 -- period written into it as a constant by actor_worker_ring_rebuild(),
--- which the leader calls when the period changes (storage/sql/ring_period.sql).
+-- which the leader calls when the period changes (storage/sql/retention.sql:ring_period).
 -- A change moves which slot is current at once; rows already written stay
 -- where they are, and the ring's recycling (actor_worker_recycle) keeps
 -- every row still needed whatever its slot.
