@@ -20,6 +20,9 @@ struct fault_profile {
   /// The database hangs or is down for 0.5-8 s (every node's calls fail:
   /// the statements time out).
   double hung_database = 0.004;
+  /// The database is slow for 0.2-5 s: every statement waits that long
+  /// and then succeeds (storage actors are not run meanwhile).
+  double slow_database = 0.005;
   /// The database server's clock jumps forward by up to two reclaim
   /// windows.
   double clock_jump = 0.003;
@@ -45,6 +48,7 @@ struct fault_profile {
     fault_profile none;
     none.name = name;
     none.crash = none.stop = none.partition = none.hung_database = 0;
+    none.slow_database = 0;
     none.clock_jump = none.cancel_request = none.lost_connection = 0;
     none.lost_reply = 0;
     none.bad_handlers = false;
@@ -58,6 +62,7 @@ struct fault_profile {
     if (name == "network") {
       none.partition = p.partition * 2;
       none.hung_database = p.hung_database * 2;
+      none.slow_database = p.slow_database * 2;
       none.lost_connection = p.lost_connection * 2;
       none.lost_reply = p.lost_reply * 2;
       return none;

@@ -60,30 +60,31 @@ void invariants::on_change(const model_change& c) {
       break;
     case what::node_seen:
       seen_[c.worker] = c.at_ms;
-      left_.erase(c.worker);
       break;
     case what::node_left:
-      left_.insert(c.worker);
+      // A worker that left holds nothing: either its row is gone (until a
+      // refresh brings it back) or it is marked left for good.
+      if (c.row_deleted)
+        seen_.erase(c.worker);
+      else
+        left_.insert(c.worker);
       break;
     case what::lease_heartbeated:
-      listed_[c.lease] = c.at_ms;
+      listed_[c.lease] = c.transition;
       break;
     case what::taken_back: {
       // Only a claim older than the window that its worker no longer holds:
-      // the heartbeat taking it back did not list it (its listed leases
-      // are reported just before, at the same instant).
+      // the heartbeat call taking it back did not list it.
       auto window = db_.settings().reclaim_window_ms;
       auto listed = listed_.find(c.lease);
       auto claimed_at = leases_[c.lease].second;
-      if (claimed_at >= c.at_ms - window
-          || (listed != listed_.end() && listed->second == c.at_ms))
+      bool held = listed != listed_.end() && listed->second == c.transition;
+      if (claimed_at >= c.at_ms - window || held)
         fail(invariant::guarded_rescue,
              "lease " + std::to_string(c.lease) + " of " + c.worker
                + " taken back at " + std::to_string(c.at_ms)
                + ", claimed at " + std::to_string(claimed_at)
-               + ", last heartbeated at "
-               + (listed == listed_.end() ? std::string{"never"}
-                                          : std::to_string(listed->second)));
+               + (held ? ", by the heartbeat that lists it" : ""));
       orphaned_.insert(c.lease);
       break;
     }

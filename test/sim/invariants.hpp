@@ -114,8 +114,8 @@ private:
   /// Each worker's last refresh of its row (model clock), and those gone.
   std::map<std::string, int64_t> seen_;
   std::set<std::string> left_;
-  /// When each lease was last listed by its worker's heartbeat, and the
-  /// leases taken back from live workers as claims they never heard of.
+  /// The heartbeat call that last listed each lease, and the leases taken
+  /// back from live workers as claims they no longer hold.
   std::map<int64_t, int64_t> listed_;
   std::set<int64_t> orphaned_;
   std::map<int64_t, transition_book> transitions_;

@@ -360,6 +360,7 @@ model_database::heartbeat(const std::string& worker,
                           const std::vector<int64_t>& leases) {
   std::set<int64_t> distinct(leases.begin(), leases.end());
   std::vector<int64_t> out;
+  auto call = ++heartbeats_;
   for (auto id : distinct)
     if (auto l = leases_.find(id);
         l != leases_.end() && l->second.worker == worker && !l->second.rescued) {
@@ -367,16 +368,18 @@ model_database::heartbeat(const std::string& worker,
       model_change ch;
       ch.kind = model_change::what::lease_heartbeated;
       ch.lease = id;
+      ch.transition = call;
       ch.worker = worker;
       ch.at_ms = now();
       report(ch);
     }
-  take_back_orphans(worker, leases);
+  take_back_orphans(worker, leases, call);
   return out;
 }
 
 void model_database::take_back_orphans(const std::string& worker,
-                                       const std::vector<int64_t>& held) {
+                                       const std::vector<int64_t>& held,
+                                       int64_t call) {
   auto now = this->now();
   std::set<int64_t> open;
   for (auto& [id, j] : jobs_)
@@ -392,6 +395,7 @@ void model_database::take_back_orphans(const std::string& worker,
     model_change ch;
     ch.kind = model_change::what::taken_back;
     ch.lease = id;
+    ch.transition = call;
     ch.worker = worker;
     ch.at_ms = now;
     report(ch);
@@ -561,7 +565,7 @@ bool model_database::refresh_node(const std::string& worker, int64_t held,
   // A worker holding nothing sends no heartbeat: its claims in doubt are
   // taken back here.
   if (held == 0)
-    take_back_orphans(worker, {});
+    take_back_orphans(worker, {}, ++heartbeats_);
   if (candidate
       && (leader_.empty() || leader_ == worker || leader_expires_ms < now)) {
     leader_ = worker;
@@ -578,13 +582,26 @@ bool model_database::resign(const std::string& worker) {
 }
 
 void model_database::leave(const std::string& worker) {
+  // As node_leave.sql: the row goes when the worker holds nothing any
+  // more; else it is marked left, and the next rescue takes back what its
+  // claims still hold (a later refresh does not undo that).
+  bool idle = true;
+  for (auto& [id, j] : jobs_)
+    if (j.state == model_state::running && j.lease != 0
+        && leases_.at(j.lease).worker == worker && !leases_.at(j.lease).rescued)
+      idle = false;
   auto n = nodes_.find(worker);
-  if (n != nodes_.end())
+  if (n == nodes_.end())
+    return;
+  if (idle)
+    nodes_.erase(n);
+  else
     n->second.left = true;
   model_change ch;
   ch.kind = model_change::what::node_left;
   ch.worker = worker;
   ch.at_ms = now();
+  ch.row_deleted = idle;
   report(ch);
 }
 

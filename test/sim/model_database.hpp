@@ -138,10 +138,12 @@ struct model_change {
     follow_up,
     /// A worker stopped gracefully (its worker_nodes row left).
     node_left,
-    /// A heartbeat of `worker` listed `lease`, still its own.
+    /// A heartbeat of `worker` listed `lease`, still its own
+    /// (`transition`: the heartbeat call's number).
     lease_heartbeated,
     /// A live worker's heartbeat took back its `lease` that it does not
-    /// hold (a claim whose reply it never got: take_back_orphans.sql).
+    /// hold (a claim whose reply it never got: take_back_orphans.sql);
+    /// `transition`: the heartbeat call's number.
     taken_back,
   };
   what kind = what::enqueued;
@@ -171,6 +173,9 @@ struct model_change {
   /// (not a rescue's or an after-commit failure's, which come later, best
   /// effort, through enqueue_follow_ups).
   bool follow_ups_in_transaction = false;
+  /// node_left: the worker held nothing, so its row was deleted (a later
+  /// refresh inserts it again); else the row is marked left for good.
+  bool row_deleted = false;
 };
 
 /// Settings of the model that mirror the worker's configuration.
@@ -297,7 +302,7 @@ private:
   /// (not in `held`), claimed more than the window ago: claims whose
   /// commit it never heard of. The next rescue gives their jobs back.
   void take_back_orphans(const std::string& worker,
-                         const std::vector<int64_t>& held);
+                         const std::vector<int64_t>& held, int64_t call);
   /// A job of an ordering key waits for every earlier job of its key.
   bool blocked_by_order(const model_job& j) const;
   bool is_due(const model_job& j, int64_t now) const;
@@ -319,6 +324,9 @@ private:
   int64_t next_id_ = 0;
   int64_t next_lease_ = 0;
   int64_t transitions_ = 0;
+  /// Heartbeat calls so far (lease_heartbeated and taken_back carry the
+  /// call's number in `transition`).
+  int64_t heartbeats_ = 0;
   /// The changes of the open transaction, reported at its commit.
   std::vector<model_change>* buffer_ = nullptr;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <set>
@@ -9,6 +10,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/local_actor.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -140,6 +142,10 @@ public:
   }
 
   sim_result run() {
+    // The cluster's shape, from the seed.
+    pool_size_ = static_cast<int>(between(1, 2));
+    concurrency_ = static_cast<int>(between(1, 4));
+    local_queue_size_ = static_cast<int>(between(1, 8));
     spawn_hooks();
     for (int i = 0; i < opts_.jobs; ++i)
       enqueue_random();
@@ -225,11 +231,28 @@ private:
 
   // -- the steps -------------------------------------------------------------------
 
+  /// Whether `job` is a storage actor (it waits while the database is
+  /// slow).
+  static bool is_storage(caf::resumable* job) {
+    auto actor = dynamic_cast<caf::local_actor*>(job);
+    return actor != nullptr && std::strcmp(actor->name(), "storage") == 0;
+  }
+
   /// Runs every ready actor, one at a time, in an order the seed picks.
+  /// While the database is slow, storage actors wait: their statements
+  /// take that long (their callers' timeouts run meanwhile).
   void run_ready() {
     while (sched_->has_job() && !checker_->broken()) {
       auto& jobs = sched_->jobs;
-      auto k = static_cast<size_t>(between(0, static_cast<int64_t>(jobs.size()) - 1));
+      std::vector<size_t> runnable;
+      bool slow = now() < slow_until_;
+      for (size_t i = 0; i < jobs.size(); ++i)
+        if (!slow || !is_storage(jobs[i]))
+          runnable.push_back(i);
+      if (runnable.empty())
+        return;
+      auto k = runnable[static_cast<size_t>(
+        between(0, static_cast<int64_t>(runnable.size()) - 1))];
       if (k != 0) {
         auto job = jobs[k];
         jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
@@ -356,16 +379,13 @@ private:
       r.options.ordering_key = chance(0.5) ? "a" : "b";
     if (chance(0.2))
       r.options.deadline = std::chrono::milliseconds{between(500, 5000)};
-    bool unique = chance(0.1);
-    if (unique)
+    if (chance(0.1)) {
+      // A unique job, enqueued twice: the duplicate inserts nothing while
+      // the first is live or completed.
       r.options.unique = aw::unique_options{};
-    auto id = db_->enqueue(r);
-    if (unique) {
-      // A duplicate of a unique job inserts nothing.
-      auto again = db_->enqueue(r);
-      if (again != id)
-        record("BUG unique job " + std::to_string(id) + " inserted twice");
+      db_->enqueue(r);
     }
+    db_->enqueue(r);
   }
 
   handler_plan plan(const aw::claimed_job& job) {
@@ -466,6 +486,11 @@ private:
       fault("the database hangs until " + std::to_string(hung_until_));
       checker_->hold_crash_deadlines(hung_until_ + after_outage_ms);
     }
+    if (chance(f.slow_database)) {
+      slow_until_ = t + between(200, 5000);
+      fault("the database is slow until " + std::to_string(slow_until_));
+      checker_->hold_crash_deadlines(slow_until_ + after_outage_ms);
+    }
     if (chance(f.clock_jump)) {
       auto jump = between(100, 2 * reclaim_window.count());
       skew_ms_ += jump;
@@ -482,6 +507,7 @@ private:
   void heal() {
     healing_ = true;
     hung_until_ = 0;
+    slow_until_ = 0;
     for (auto& n : nodes_) {
       n.partitioned_until = 0;
       if (!n.up)
@@ -508,6 +534,8 @@ private:
   int64_t skew_ms_ = 0;
   /// Every call fails until then (virtual ms).
   int64_t hung_until_ = 0;
+  /// Every statement waits until then (virtual ms).
+  int64_t slow_until_ = 0;
   bool healing_ = false;
   uint64_t steps_ = 0;
   uint64_t violation_step_ = 0;
@@ -516,21 +544,12 @@ private:
   int pool_size_ = 1;
   int concurrency_ = 2;
   int local_queue_size_ = 4;
-
-public:
-  /// Chooses the cluster's shape from the seed (before run()).
-  void shape() {
-    pool_size_ = static_cast<int>(between(1, 2));
-    concurrency_ = static_cast<int>(between(1, 4));
-    local_queue_size_ = static_cast<int>(between(1, 8));
-  }
 };
 
 } // namespace
 
 sim_result simulate(const sim_options& opts) {
   simulator sim(opts);
-  sim.shape();
   return sim.run();
 }
 
