@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -147,11 +148,32 @@ struct plan_notices final : pqxx::errorhandler {
   std::string text;
 };
 
-/// The text of storage/sql/NAME.sql, the statement the runtime prepares.
+/// The statement NAME of storage/sql/ (the block under its `-- name: NAME`
+/// line, as cmake/EmbedStatements.cmake cuts it), which the runtime prepares.
 std::string statement_file(const std::string& name) {
-  std::ifstream in{std::string{AW_SOURCE_DIR} + "/storage/sql/" + name + ".sql"};
-  BOOST_REQUIRE_MESSAGE(in, "cannot read storage/sql/" << name << ".sql");
-  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  const std::string marker = "-- name: ";
+  for (const auto& entry :
+       std::filesystem::directory_iterator{std::string{AW_SOURCE_DIR} + "/storage/sql"}) {
+    if (entry.path().extension() != ".sql")
+      continue;
+    std::ifstream in{entry.path()};
+    std::string line, text;
+    bool inside = false;
+    while (std::getline(in, line)) {
+      if (line.rfind(marker, 0) == 0) {
+        if (inside)
+          break;
+        inside = line.substr(marker.size()) == name;
+        continue;
+      }
+      if (inside)
+        text += line + "\n";
+    }
+    if (inside)
+      return text;
+  }
+  BOOST_FAIL("no statement `-- name: " << name << "` in storage/sql/*.sql");
+  return {};
 }
 
 } // namespace
