@@ -319,16 +319,23 @@ private:
                    Args&&... args);
 
   /// finish()'s work, in `tx` (not committed): the parts below, in order.
+  /// Whether finish_in's caller holds the leases of its lane jobs in `tx`
+  /// already (a transactional group, since its begin): then their
+  /// completions check nothing again.
+  enum class leases { to_check, held };
+
   std::vector<finish_report>
   finish_in(pqxx::transaction_base& tx, const std::vector<job_outcome>& outcomes,
-            failure_follow_ups failures = failure_follow_ups::in_transaction);
+            failure_follow_ups failures = failure_follow_ups::in_transaction,
+            leases lane_leases = leases::to_check);
 
   /// Outcomes of lane jobs: completions as receipts (their reports
   /// filled); the others' jobs made running rows of their batches. Returns
   /// the ids so made, sorted (the rest of them are stale).
   std::vector<int64_t> finish_lane_jobs(pqxx::transaction_base& tx,
                                         const std::vector<job_outcome>& outcomes,
-                                        std::vector<finish_report>& reports);
+                                        std::vector<finish_report>& reports,
+                                        leases lane_leases);
 
   /// Completions of row-claimed jobs, each guarded by its lease.
   void complete_row_jobs(pqxx::transaction_base& tx,
@@ -356,9 +363,13 @@ private:
 
   /// transact()'s parts. A group's transaction while it is open.
   struct group_state;
-  /// Takes the leases of `runs` (materializing lane jobs): the ids held.
-  std::set<int64_t> take_leases(pqxx::work& tx,
-                                const std::vector<transactional_run*>& runs);
+  /// The first statements of a group's transaction: its limits (`limit`,
+  /// `lock_timeout`: milliseconds as text), and the leases of `runs`,
+  /// held until it ends. Returns the ids held.
+  std::set<int64_t> begin_group(pqxx::work& tx,
+                                const std::vector<transactional_run*>& runs,
+                                const std::string& limit,
+                                const std::string& lock_timeout);
   /// Runs `r`'s handler in a savepoint of `tx`: true when its outcome (or
   /// its failure) is to commit, false when `r` is settled otherwise
   /// (result, or again). Throws when the transaction is lost.

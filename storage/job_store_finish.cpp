@@ -76,9 +76,9 @@ bool has_id(const std::vector<int64_t>& sorted_ids, int64_t id) {
 std::vector<finish_report>
 job_store::finish_in(pqxx::transaction_base& tx,
                      const std::vector<job_outcome>& outcomes,
-                     failure_follow_ups failures) {
+                     failure_follow_ups failures, leases lane_leases) {
   std::vector<finish_report> reports(outcomes.size());
-  auto materialized = finish_lane_jobs(tx, outcomes, reports);
+  auto materialized = finish_lane_jobs(tx, outcomes, reports, lane_leases);
   complete_row_jobs(tx, outcomes, reports);
   record_other_outcomes(tx, outcomes, materialized, reports);
   insert_follow_ups(tx, reports, failures);
@@ -88,7 +88,8 @@ job_store::finish_in(pqxx::transaction_base& tx,
 std::vector<int64_t>
 job_store::finish_lane_jobs(pqxx::transaction_base& tx,
                             const std::vector<job_outcome>& outcomes,
-                            std::vector<finish_report>& reports) {
+                            std::vector<finish_report>& reports,
+                            leases lane_leases) {
   // Completions become receipts; any other outcome first turns its job
   // into a running row of its batch, for record_other_outcomes. A lane
   // outcome whose batch is no longer ours is stale.
@@ -111,7 +112,10 @@ job_store::finish_lane_jobs(pqxx::transaction_base& tx,
   }
   std::vector<int64_t> recorded, materialized;
   if (!done_jobs.empty())
-    for (const auto& row : run(tx, "aw_complete_lane", me,
+    for (const auto& row : run(tx, lane_leases == leases::held
+                                     ? "aw_transactional_complete_lane"
+                                     : "aw_complete_lane",
+                               me,
                                to_array_literal(done_leases),
                                to_array_literal(done_jobs), deleting))
       recorded.push_back(row[0].as<int64_t>());

@@ -184,11 +184,10 @@ void job_store::transact(const std::vector<transactional_run*>& runs,
   std::optional<pqxx::work> open;
   open.emplace(*conn_, "aw_transactional");
   auto& tx = *open;
-  run(tx, "aw_transactional_limits", ms_text(limit),
-      runs.size() > 1 && lock_timeout.count() > 0 ? ms_text(lock_timeout)
-                                                  : std::string{"0"},
-      opts_.worker_id);
-  auto held = take_leases(tx, runs);
+  auto held = begin_group(tx, runs, ms_text(limit),
+                          runs.size() > 1 && lock_timeout.count() > 0
+                            ? ms_text(lock_timeout)
+                            : std::string{"0"});
   std::vector<transactional_run*> live;
   for (auto* r : runs) {
     if (held.count(r->job.job_id) > 0)
@@ -332,7 +331,8 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
 }
 
 std::set<int64_t>
-job_store::take_leases(pqxx::work& tx, const std::vector<transactional_run*>& runs) {
+job_store::begin_group(pqxx::work& tx, const std::vector<transactional_run*>& runs,
+                       const std::string& limit, const std::string& lock_timeout) {
   const auto& me = opts_.worker_id;
   std::vector<int64_t> ids, leases, lane_ids, lane_leases;
   for (auto* r : runs) {
@@ -340,15 +340,15 @@ job_store::take_leases(pqxx::work& tx, const std::vector<transactional_run*>& ru
     (lane ? lane_ids : ids).push_back(r->job.job_id);
     (lane ? lane_leases : leases).push_back(r->job.lease);
   }
-  // Lane jobs stay on their lane, locked (a completion is a receipt at the
-  // commit, as on the batched path); row-claimed jobs are locked as the
-  // running rows they are.
+  // One round trip sets the limits and holds the lane jobs, which stay on
+  // their lane, locked (a completion is a receipt at the commit, as on the
+  // batched path); row-claimed jobs are locked as the running rows they
+  // are, in a statement of their own.
   std::set<int64_t> held;
-  if (!lane_ids.empty())
-    for (const auto& row : run(tx, "aw_transactional_lane_lease", me,
-                               to_array_literal(lane_leases),
-                               to_array_literal(lane_ids)))
-      held.insert(row[0].as<int64_t>());
+  for (const auto& row : run(tx, "aw_transactional_begin", limit, lock_timeout,
+                             me, to_array_literal(lane_leases),
+                             to_array_literal(lane_ids)))
+    held.insert(row[0].as<int64_t>());
   if (!ids.empty())
     for (const auto& row : run(tx, "aw_transactional_lease", me,
                                to_array_literal(ids), to_array_literal(leases)))
@@ -366,7 +366,8 @@ void job_store::commit_group(std::optional<pqxx::work>& open,
     outcomes.push_back(r->result);
   std::vector<finish_report> reports;
   try {
-    reports = finish_in(tx, outcomes);
+    reports = finish_in(tx, outcomes, failure_follow_ups::in_transaction,
+                        leases::held);
   } catch (...) {
     auto e = std::current_exception();
     if (connection_lost(e)) {
@@ -396,9 +397,14 @@ void job_store::commit_group(std::optional<pqxx::work>& open,
   }
   for (size_t i = 0; i < ran.size(); ++i) {
     if (reports[i].result != finish_result::applied) {
-      // Never while the rows are locked under the leases; should it
-      // happen, nothing of the group commits, and each run goes again
-      // alone (where the lease is read afresh).
+      // Never while the begin's locks hold the leases; should it happen,
+      // nothing of the group commits: a run alone is stale (its writes
+      // roll back), and the runs of a group each go again alone (where
+      // the lease is read afresh).
+      if (ran.size() == 1) {
+        ran.front()->result = recorded(ran.front()->job, outcome_record::stale);
+        return;
+      }
       for (auto* r : ran) {
         r->again = true;
         r->alone = true;

@@ -26,6 +26,7 @@ SELECT count(*) FILTER (WHERE actor_worker_take_back(b.id)) AS taken
          WHERE x.worker = $1 AND x.rescued_at IS NULL AND x.finished_at IS NULL
            AND NOT (x.id = ANY ($2::bigint[]))
            AND x.claimed_at < now() - make_interval(secs => $3::double precision)
+           AND actor_worker_try_batch(x.id)
          ORDER BY x.id
            FOR UPDATE SKIP LOCKED) AS b
 

@@ -5,7 +5,7 @@
 -- A transactional group's transaction (job_store::transact) holds the
 -- leases of its row-claimed jobs: each job $2[i] is still a running row of
 -- batch $3[i] of worker $1, and no rescue took the batch back (lane jobs:
--- transactional_lane_lease.sql). Returns the ids it holds. The
+-- transactional_begin). Returns the ids it holds. The
 -- row locks keep everything else that would finish or move those jobs (a
 -- release, a rescue, an outcome recorded the usual way) waiting until this
 -- transaction ends; they then find the rows finished, or still running if
@@ -23,12 +23,21 @@ SELECT j.id
    FOR NO KEY UPDATE OF j
    FOR KEY SHARE OF b
 
--- name: transactional_lane_lease
--- A transactional group's transaction (job_store::transact) holds the
--- leases of its lane jobs ($3, leases $2, worker $1) without writing them
--- (storage/sql/functions/actor_worker_transactional_lease.sql); the ids
+-- name: transactional_begin
+-- The first statement of a transactional group's transaction
+-- (job_store::transact): its limits ($1: statement and idle limit, $2:
+-- lock_timeout, milliseconds as text), its worker ($3), and the leases of
+-- its lane jobs ($5, leases $4), held until it ends
+-- (storage/sql/functions/actor_worker_transactional_begin.sql); the ids
 -- held.
-SELECT actor_worker_transactional_lease($1, $2::bigint[], $3::bigint[]) AS id
+SELECT actor_worker_transactional_begin($1, $2, $3, $4::bigint[], $5::bigint[]) AS id
+
+-- name: transactional_complete_lane
+-- Completions of the lane jobs ($3, leases $2) of worker $1 that
+-- transactional_begin holds in this transaction: receipts, the rows
+-- deleted when $4 (completed_retention 0); the ids recorded
+-- (storage/sql/functions/actor_worker_transactional_complete.sql).
+SELECT actor_worker_transactional_complete($1, $2::bigint[], $3::bigint[], $4) AS id
 
 -- name: transactional_held
 -- After a transactional handler's COMMIT got no reply (job_store::transact,
@@ -49,24 +58,6 @@ SELECT EXISTS (
              SELECT 1 FROM batch_receipts AS r
               WHERE r.batch_id = $3 AND r.bucket = $2::bigint >> 6
                 AND actor_worker_has_bit(r.mask, $2))) AS held
-
--- name: transactional_limits
--- The first statement of a transactional group's transaction
--- (job_store::transact_group): no statement of it, and no pause between
--- its statements, may last longer than $1 (milliseconds as text, such as
--- '30000'), which is shorter than what is left of every run's lease and
--- deadline; and no lock may be waited for longer than $2 (milliseconds as
--- text; '0' = as long as the statement may last). Past the first the
--- server ends the transaction, so a handler that hangs can never hold its
--- jobs' rows or its connection for longer; past the second only the
--- waiting statement fails, and its run goes on alone (a group waits for
--- no other transaction's locks, so two groups never hold each other up).
--- Handlers read the worker their runs belong to (the jobs' locked_by, $3)
--- as current_setting('actor_worker.worker').
-SELECT set_config('statement_timeout', $1, true),
-       set_config('idle_in_transaction_session_timeout', $1, true),
-       set_config('lock_timeout', $2, true),
-       set_config('actor_worker.worker', $3, true)
 
 -- name: backend_start
 -- This session's server process and when it started, for

@@ -354,6 +354,48 @@ BOOST_AUTO_TEST_CASE(a_run_no_longer_the_workers_rolls_back_and_records_nothing)
              == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_rescue_passes_by_a_claim_a_transaction_holds) {
+  // While a run's transaction is open, its worker looks gone to a rescue
+  // (in the rescuer's own transaction, rolled back after): the rescue
+  // passes the claim by at once, without waiting for the run, and the run
+  // then commits its effect and completion once.
+  reg->add_transactional<json>(
+    "held", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+      tx.exec("SELECT pg_sleep(3)");
+    });
+  {
+    aw::test::worker_node node{db.config(2), reg};
+    enqueue_n(db, "held", 1);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                        "current_database() AND query = 'SELECT pg_sleep(3)'")
+               == 1;
+      },
+      patience));
+    aw::test::db_session rescuer{db.url};
+    rescuer.exec("BEGIN");
+    rescuer.exec("UPDATE worker_nodes SET last_seen_at = now() - interval '1 hour'");
+    rescuer.exec("UPDATE job_batches SET claimed_at = now() - interval '1 hour'");
+    auto started = std::chrono::steady_clock::now();
+    BOOST_TEST(rescuer.scalar("SELECT count(*) FROM actor_worker_rescue(60, 3, 100)")
+               == 0);
+    BOOST_TEST((std::chrono::steady_clock::now() - started < 2s));
+    BOOST_TEST(rescuer.scalar("SELECT count(*) FROM job_batches "
+                              "WHERE rescued_at IS NOT NULL")
+               == 0);
+    rescuer.exec("ROLLBACK");
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'") == 1;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == 1);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE error_count > 0") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(the_transaction_ends_at_its_limit) {
   reg->add_transactional<json>(
     "slow", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {

@@ -2,7 +2,7 @@
 -- writing their rows: a transaction-scoped advisory lock per job, in the
 -- two-key space (912978280 # the id's high 32 bits, its low 32 bits);
 -- 912978280 is hashtext('actor_worker.job'). A transactional group holds
--- its lane jobs this way (actor_worker_transactional_lease) while their
+-- its lane jobs this way (actor_worker_transactional_begin) while their
 -- handlers run, and every other writer of a lane job that may be in a live
 -- batch takes the same locks before it reads the receipts
 -- (actor_worker_materialize), so it waits for the group's commit and

@@ -48,7 +48,7 @@ BEGIN
   -- The locks first, in statements of their own: a transactional group
   -- holds its lane jobs locked without writing them
   -- (actor_worker_lock_lane_jobs) and completes them by a receipt at its
-  -- commit (actor_worker_transactional_lease). Its lock only makes this
+  -- commit (actor_worker_transactional_begin). Its lock only makes this
   -- wait; the statement below then reads the receipts with a snapshot
   -- taken after the wait, and finds that completion (read in one
   -- statement, the receipt check would have used a snapshot from before

@@ -13,7 +13,8 @@
 -- A gone worker's unfinished batches are taken back first
 -- (actor_worker_take_back: lane jobs become running rows of their batch,
 -- the batch is marked rescued; actor_worker_complete and _materialize lock
--- the batch against this). Then the running rows whose batch was rescued
+-- the batch row against this, a transactional group its advisory lock:
+-- actor_worker_try_batch). Then the running rows whose batch was rescued
 -- or is gone are charged, or given back if they never started.
 CREATE OR REPLACE FUNCTION actor_worker_rescue(
   p_window_s double precision, p_max_retries integer, p_limit integer)
@@ -71,6 +72,7 @@ BEGIN
               WHERE x.worker = v_worker AND x.rescued_at IS NULL
                 AND x.finished_at IS NULL AND x.claimed_at < v_seen
                 AND x.claimed_at < now() - make_interval(secs => p_window_s)
+                AND actor_worker_try_batch(x.id)
               ORDER BY x.id FOR UPDATE SKIP LOCKED LOOP
       PERFORM actor_worker_take_back(b.id);
     END LOOP;
