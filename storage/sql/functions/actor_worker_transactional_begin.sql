@@ -51,15 +51,22 @@ BEGIN
   IF cardinality(p_ids) > 0 THEN
     PERFORM actor_worker_lock_lane_jobs(p_ids);
     PERFORM actor_worker_share_batches(p_batches);
+    -- One probe of the claim and of its receipts per (claim, bucket of 64
+    -- ids), not per job: a group's jobs are mostly of one claim and one
+    -- or two buckets.
     RETURN QUERY
     SELECT u.id
-      FROM unnest(p_batches, p_ids) AS u(batch, id)
+      FROM (SELECT x.batch, x.id >> 6 AS bucket, array_agg(x.id) AS ids
+              FROM unnest(p_batches, p_ids) AS x(batch, id)
+             GROUP BY x.batch, x.id >> 6) AS k
+     CROSS JOIN LATERAL (SELECT bit_or(r.mask) AS mask FROM batch_receipts AS r
+                          WHERE r.batch_id = k.batch
+                            AND r.bucket = k.bucket) AS t
+     CROSS JOIN LATERAL unnest(k.ids) AS u(id)
      WHERE EXISTS (SELECT 1 FROM job_batches AS b
-                    WHERE b.id = u.batch AND b.worker = p_worker
+                    WHERE b.id = k.batch AND b.worker = p_worker
                       AND b.on_lane AND b.rescued_at IS NULL)
-       AND NOT EXISTS (SELECT 1 FROM batch_receipts AS r
-                        WHERE r.batch_id = u.batch AND r.bucket = u.id >> 6
-                          AND actor_worker_has_bit(r.mask, u.id))
+       AND (t.mask IS NULL OR NOT actor_worker_has_bit(t.mask, u.id))
      ORDER BY u.id;
   END IF;
   PERFORM set_config('lock_timeout', p_lock_timeout, true);
