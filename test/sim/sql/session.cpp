@@ -39,6 +39,11 @@ std::optional<continuation> session::wait(int us) {
   return out;
 }
 
+std::chrono::steady_clock::time_point session::finished_at() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return finished_at_;
+}
+
 void session::loop() {
   for (;;) {
     step s;
@@ -62,6 +67,7 @@ void session::loop() {
     {
       std::lock_guard<std::mutex> guard{mtx_};
       done_ = std::move(c);
+      finished_at_ = std::chrono::steady_clock::now();
     }
     cv_.notify_all();
   }
