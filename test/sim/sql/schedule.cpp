@@ -639,6 +639,12 @@ private:
       traced(w, "claim"));
   }
 
+  /// A time of the steady clock in ms, as the model's clock reads it.
+  static int64_t ms_of(clock_type::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+             t.time_since_epoch()).count();
+  }
+
   static std::string first_line(const std::string& s) {
     return s.substr(0, s.find('\n'));
   }
@@ -670,7 +676,7 @@ private:
       w.held[j.id] = h;
     }
     trace(w.s->name() + " claimed" + (ids.empty() ? " nothing" : ids));
-    agree(mirror_->claimed(w.id, got.jobs));
+    agree(mirror_->claimed(w.id, got.jobs, ms_of(w.s->finished_at())));
   }
 
   void finish_step(worker& w, std::vector<job_outcome> outs, bool in_doubt) {
@@ -730,7 +736,7 @@ private:
       }
     }
     trace(w.s->name() + " finished" + what);
-    agree(mirror_->finished(w.id, outs, reports));
+    agree(mirror_->finished(w.id, outs, reports, ms_of(w.s->started_at())));
   }
 
   void stale_outcome_step(worker& w) {
@@ -752,7 +758,7 @@ private:
                      + std::to_string(outs[0].lease) + " was applied");
         else
           trace(w.s->name() + " stale outcome refused");
-        agree(mirror_->finished(w.id, outs, reports));
+        agree(mirror_->finished(w.id, outs, reports, ms_of(w.s->started_at())));
       },
       traced(w, "stale outcome"));
   }

@@ -47,6 +47,8 @@ public:
   /// failure came back): the order in which the scheduler runs the
   /// continuations of steps that were in flight together.
   std::chrono::steady_clock::time_point finished_at();
+  /// When the last step was started.
+  std::chrono::steady_clock::time_point started_at();
 
   /// Whether a step runs (or waits on a lock).
   bool busy() const {
@@ -71,6 +73,7 @@ private:
   std::optional<step> todo_;
   std::optional<continuation> done_;
   std::chrono::steady_clock::time_point finished_at_{};
+  std::chrono::steady_clock::time_point started_at_{};
   bool stop_ = false;
   std::atomic<bool> busy_{false};
   std::atomic<int> pid_{0};
