@@ -883,6 +883,42 @@ BOOST_AUTO_TEST_CASE(a_slot_holding_more_than_a_round_carries_is_emptied_over_se
   BOOST_TEST(claimed.size() == 25u);
 }
 
+// A rescue took back a lane batch some of whose jobs had completed: those
+// stay lane jobs, completed by their receipts. The ring's round carried
+// the lane batches still open or finished within the retention, but not a
+// rescued one: the completed jobs' rows went with their slot, gone from
+// `jobs` within the retention (the SQL schedules' seed 147 of 2026-12-07,
+// a `no_job_lost`).
+BOOST_AUTO_TEST_CASE(completed_jobs_of_a_rescued_lane_batch_outlive_their_ring_slot) {
+  aw::test::fresh_database db;
+  aw::test::db_session s{db.url};
+  // The leader keeps completed jobs an hour; its first round sets the
+  // ring's period (a quarter of that), which moves the current slot.
+  auto leader = make_store(db, "w0");
+  leader.maintain_ring(10000);
+  s.exec("UPDATE job_ring SET recycled_at = '{}'");
+  auto old = ring_slot(s, 1);
+  s.exec("INSERT INTO jobs_in (kind, slot) SELECT 'noop', " + old
+         + " FROM generate_series(1, 3)");
+  auto store = make_store(db, "w1");
+  auto claimed = store.claim("default", 3).jobs;
+  BOOST_REQUIRE_EQUAL(claimed.size(), 3u);
+  auto done = store.finish({outcome(claimed[0], outcome_kind::completed)});
+  BOOST_REQUIRE(done[0].result == aw::finish_result::applied);
+  // w1 dies with the other two; the rescue takes its batch back.
+  kill_worker(s, "w1");
+  auto rescuer = make_store(db, "w2");
+  rescuer.rescue(100);
+  BOOST_REQUIRE_EQUAL(s.scalar("SELECT count(*) FROM job_batches WHERE rescued_at IS NOT NULL"), 1);
+  BOOST_TEST(state_of(s, claimed[0].id) == "completed");
+  BOOST_TEST(says(leader.maintain_ring(10000), "emptied ring slot " + old));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_slot_" + old) == 0);
+  // Completed a moment ago: kept for the retention, as every completed job.
+  BOOST_TEST(state_of(s, claimed[0].id) == "completed");
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live WHERE state = 'available'") == 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs_live") == 3);
+}
+
 BOOST_AUTO_TEST_CASE(the_ring_looks_for_lane_jobs_to_carry_only_past_each_lanes_position) {
   // The slot's lock stops every claim while the ring looks for what to
   // carry. Lane jobs not handed out were looked for from the lower

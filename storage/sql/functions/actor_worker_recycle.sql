@@ -10,7 +10,8 @@
 --   - jobs off the lanes that are unfinished or finished within the
 --     retention;
 --   - lane jobs not handed out yet, and those of lane batches that are
---     unfinished or finished within the retention;
+--     unfinished or finished (or taken back by a rescue) within the
+--     retention;
 --   - those batches, each lane's newest batch (its position), row batches
 --     with running jobs, and the receipts of every batch kept.
 -- The slot's tables are held ACCESS EXCLUSIVE from the first carried row
@@ -105,10 +106,17 @@ BEGIN
   -- with the whole slot, comparing every pair (a soak's round ran for
   -- minutes under the lock).
   IF v_left > 0 THEN
+    -- A batch a rescue took back ended then: its jobs without a receipt
+    -- became rows (carried above), but those it completed before are still
+    -- lane jobs, completed by their receipts within the retention while it
+    -- is (a batch's receipts commit before its rescue: an outcome holds the
+    -- batch FOR KEY SHARE, the rescue takes it FOR UPDATE). Left behind,
+    -- they and their receipts went with the slot, a completed job gone from
+    -- `jobs` at once (the SQL schedules' seed 147 of 2026-12-07).
     SELECT coalesce(array_agg(b.id), '{}') INTO v_keep
       FROM job_batches AS b
-     WHERE b.on_lane AND b.rescued_at IS NULL
-       AND coalesce(b.finished_at, 'infinity') > now() - p_retention;
+     WHERE b.on_lane
+       AND coalesce(b.finished_at, b.rescued_at, 'infinity') > now() - p_retention;
     EXECUTE format('UPDATE jobs_in SET slot = $3 WHERE slot = %s AND id IN ('
                    ' SELECT x.id FROM job_batches AS b CROSS JOIN LATERAL ('
                    '  SELECT r.id FROM jobs_slot_%s AS r'

@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
     }
     auto began = std::chrono::steady_clock::now();
     long blocked = 0;
+    long transient = 0;
     long kills = 0;
     long jobs = 0;
     long unmirrored = 0;
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
       auto r = schedules.run(o);
       ++ran;
       blocked += r.blocked_steps;
+      transient += r.transient_waits;
       unmirrored += r.unmirrored;
       kills += r.kills;
       jobs += r.jobs;
@@ -172,11 +174,12 @@ int main(int argc, char** argv) {
                     std::chrono::steady_clock::now() - began)
                     .count();
     std::printf("%.2f schedules/s (%.0f%% of the time in checks), %ld steps "
-                "waited on a lock, %ld sessions killed, %ld jobs; the model "
+                "waited on a lock (and %ld for a lock of a transaction ending "
+                "by itself), %ld sessions killed, %ld jobs; the model "
                 "followed %ld of %ld schedules to their end\n",
                 secs > 0 ? ran / secs : 0.0,
-                secs > 0 ? check_ms / 10 / secs : 0.0, blocked, kills, jobs,
-                ran - unmirrored, ran);
+                secs > 0 ? check_ms / 10 / secs : 0.0, blocked, transient,
+                kills, jobs, ran - unmirrored, ran);
     if (expect_caught && !caught) {
       std::printf("mutation %s was not caught as %s\n", m->name.c_str(),
                   m->caught_as.c_str());

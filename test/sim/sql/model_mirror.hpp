@@ -56,12 +56,19 @@ public:
   void enqueued(int64_t id, const std::string& kind, int priority,
                 int64_t delay_ms);
   /// A real claim of `worker` handed out `jobs`; a disagreement, if any.
+  /// `at_ms`: when the claim's step came back (steady clock, ms). The
+  /// SQL judged which jobs were due by its transaction's start, some time
+  /// in the step; the model judges them as late as that could be.
   std::optional<std::string> claimed(const std::string& worker,
-                                     const std::vector<claimed_job>& jobs);
-  /// Real outcomes and their reports; a disagreement, if any.
+                                     const std::vector<claimed_job>& jobs,
+                                     int64_t at_ms);
+  /// Real outcomes and their reports; a disagreement, if any. `at_ms`:
+  /// when the outcomes' step began (steady clock, ms). A retry is due a
+  /// backoff after the SQL transaction's start, some time in the step;
+  /// the model dates it as early as that could be.
   std::optional<std::string>
   finished(const std::string& worker, const std::vector<job_outcome>& outs,
-           const std::vector<storage::finish_report>& reports);
+           const std::vector<storage::finish_report>& reports, int64_t at_ms);
   /// A heartbeat round: refresh, then which of `held` (job, lease) the
   /// real heartbeat kept (`kept`, real leases); a disagreement, if any.
   std::optional<std::string>
@@ -87,6 +94,9 @@ private:
 
   std::unique_ptr<aw_sim::model_database> db_;
   int64_t offset_ms_ = 0;
+  /// The wall time the model's clock stands at while it follows one step
+  /// (claimed, finished); else it runs.
+  std::optional<int64_t> at_ms_;
   std::string why_;
   /// Real id -> model id.
   std::map<int64_t, int64_t> ids_;

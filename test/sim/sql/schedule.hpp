@@ -43,6 +43,9 @@ struct schedule_result {
   std::vector<std::string> trace;
   /// Steps that waited on a lock while others ran.
   int blocked_steps = 0;
+  /// Steps that waited for a lock of a transaction ending by itself (not
+  /// one the schedule keeps open), until it went (schedule.cpp, release).
+  int transient_waits = 0;
   /// Sessions killed.
   int kills = 0;
   /// Jobs enqueued and committed.

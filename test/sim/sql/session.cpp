@@ -23,6 +23,7 @@ void session::start(step s) {
   std::lock_guard<std::mutex> guard{mtx_};
   busy_ = true;
   todo_ = std::move(s);
+  started_at_ = std::chrono::steady_clock::now();
   done_.reset();
   cv_.notify_all();
 }
@@ -37,6 +38,16 @@ std::optional<continuation> session::wait(int us) {
   done_.reset();
   busy_ = false;
   return out;
+}
+
+std::chrono::steady_clock::time_point session::finished_at() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return finished_at_;
+}
+
+std::chrono::steady_clock::time_point session::started_at() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return started_at_;
 }
 
 void session::loop() {
@@ -62,6 +73,7 @@ void session::loop() {
     {
       std::lock_guard<std::mutex> guard{mtx_};
       done_ = std::move(c);
+      finished_at_ = std::chrono::steady_clock::now();
     }
     cv_.notify_all();
   }

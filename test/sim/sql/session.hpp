@@ -6,6 +6,7 @@
 // thread (its continuation), so the schedule's state has one owner.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -42,6 +43,13 @@ public:
   /// continuation once it finished.
   std::optional<continuation> wait(int us);
 
+  /// When the last step finished on the session's thread (its commit or
+  /// failure came back): the order in which the scheduler runs the
+  /// continuations of steps that were in flight together.
+  std::chrono::steady_clock::time_point finished_at();
+  /// When the last step was started.
+  std::chrono::steady_clock::time_point started_at();
+
   /// Whether a step runs (or waits on a lock).
   bool busy() const {
     return busy_;
@@ -64,6 +72,8 @@ private:
   std::condition_variable cv_;
   std::optional<step> todo_;
   std::optional<continuation> done_;
+  std::chrono::steady_clock::time_point finished_at_{};
+  std::chrono::steady_clock::time_point started_at_{};
   bool stop_ = false;
   std::atomic<bool> busy_{false};
   std::atomic<int> pid_{0};
