@@ -110,7 +110,8 @@ BEGIN
     -- became rows (carried above), but those it completed before are still
     -- lane jobs, completed by their receipts within the retention while it
     -- is (a batch's receipts commit before its rescue: an outcome holds the
-    -- batch FOR KEY SHARE, the rescue takes it FOR UPDATE). Left behind,
+    -- batch FOR KEY SHARE, a transactional group its advisory lock, and the
+    -- rescue tries that lock and takes it FOR UPDATE). Left behind,
     -- they and their receipts went with the slot, a completed job gone from
     -- `jobs` at once (the SQL schedules' seed 147 of 2026-12-07).
     SELECT coalesce(array_agg(b.id), '{}') INTO v_keep
