@@ -318,12 +318,12 @@ private:
   pqxx::result run(pqxx::transaction_base& tx, const char* name,
                    Args&&... args);
 
-  /// finish()'s work, in `tx` (not committed): the parts below, in order.
   /// Whether finish_in's caller holds the leases of its lane jobs in `tx`
   /// already (a transactional group, since its begin): then their
   /// completions check nothing again.
   enum class leases { to_check, held };
 
+  /// finish()'s work, in `tx` (not committed): the parts below, in order.
   std::vector<finish_report>
   finish_in(pqxx::transaction_base& tx, const std::vector<job_outcome>& outcomes,
             failure_follow_ups failures = failure_follow_ups::in_transaction,

@@ -3,15 +3,17 @@
 -- receipts, and nothing written to the jobs' rows (unless p_delete:
 -- completed_retention 0 deletes them at once). p_batches[i] is the lease
 -- of job p_ids[i]. The begin checked every lease and still holds it (the
--- jobs' locks, and the batches FOR KEY SHARE), so nothing is checked
--- again: this is actor_worker_complete less its checks, two plans of
--- eight partitions each where that one has six. Returns the ids recorded.
+-- jobs' locks, and a shared advisory lock on each claim), so nothing is
+-- checked again: this is actor_worker_complete less its checks, two plans
+-- of eight partitions each where that one has six. Returns the ids
+-- recorded.
 --
 -- A batch whose last job (to_id) a receipt holds, this call's or an
 -- earlier one, is counted, and marked finished once its receipts hold all
 -- its jobs (as in actor_worker_complete: two groups completing the last
--- jobs of one batch at once each see only their own receipts, and the
--- heartbeat's sweep marks such a batch).
+-- jobs of one batch at once each see only their own receipts; the
+-- maintenance's close_batches, or the worker's own take-back of claims it
+-- no longer holds, marks such a batch).
 CREATE OR REPLACE FUNCTION actor_worker_transactional_complete(
   p_worker text, p_batches bigint[], p_ids bigint[], p_delete boolean)
 RETURNS SETOF bigint
