@@ -149,20 +149,22 @@ BOOST_AUTO_TEST_CASE(kill_9_charges_only_the_jobs_whose_handler_started) {
   ta.heartbeat_interval = "2s";
   ta.reclaim_window = "6s";
   auto a = env.start_worker("A", ta);
-  // Both long runs recorded as started, and A holding ten times more jobs
-  // than it runs: the buffer is in play.
+  // Both long runs recorded as started, and A holding four times more jobs
+  // than it runs: the buffer is in play. (Not more: the buffer adapts to
+  // how fast the handlers go, and on a quiet machine A, at 2 free slots of
+  // 5 ms jobs, held 28-32 and drained all 3,000 without ever holding 40.)
   int64_t held = 0;
   BOOST_REQUIRE_MESSAGE(
     wait_until(
       [&] {
         held = db.scalar("SELECT count(*) FROM jobs_live WHERE state = 'running' "
                          "AND locked_by LIKE 'A:%'");
-        return held > 10 * concurrency
+        return held > 4 * concurrency
                && db.scalar(std::string{aw::test::recorded_starts_sql}
                             + " WHERE i IN (" + long_ids + ")") == 2;
       },
       60s),
-    "worker A never held ten times its concurrency with both long runs "
+    "worker A never held four times its concurrency with both long runs "
     "recorded; it holds " << held);
   a->kill9();
   auto a_id = db.text("SELECT min(worker) FROM job_executions");
