@@ -46,7 +46,7 @@ registry& registry::add_raw_handler(const std::string& kind, raw_handler fn,
                                     handler_mode mode) {
   if (kind.empty())
     throw std::invalid_argument("registry: a job kind must not be empty");
-  handlers_[kind] = handler_entry{std::move(fn), nullptr, mode, nullptr};
+  handlers_[kind] = handler_entry{std::move(fn), nullptr, mode, nullptr, nullptr};
   return *this;
 }
 
@@ -55,7 +55,7 @@ registry& registry::add_raw_async(const std::string& kind,
   if (kind.empty())
     throw std::invalid_argument("registry: a job kind must not be empty");
   handlers_[kind] = handler_entry{nullptr, std::move(fn),
-                                  handler_mode::non_blocking, nullptr};
+                                  handler_mode::non_blocking, nullptr, nullptr};
   return *this;
 }
 
@@ -66,6 +66,17 @@ registry& registry::add_raw_transactional(const std::string& kind,
   handler_entry e;
   e.transactional = std::move(fn);
   handlers_[kind] = std::move(e);
+  return *this;
+}
+
+registry& registry::add_raw_transactional_part(const std::string& kind,
+                                               raw_transactional_part part) {
+  add_raw_transactional(
+    kind, [part](const nlohmann::json& args, const job_context& ctx,
+                 const transaction_scope& in_tx) {
+      return in_tx(part(args, ctx));
+    });
+  handlers_[kind].part = std::move(part);
   return *this;
 }
 
@@ -186,6 +197,75 @@ job_outcome registry::run(const claimed_job& job,
   }
 }
 
+namespace {
+
+/// The run as the transactional pool records it.
+job_outcome transactional_run_of(const claimed_job& job) {
+  job_outcome run;
+  run.job_id = job.id;
+  run.lease = job.lease;
+  run.attempt = job.attempt;
+  run.observed = !job.started_row.empty();
+  run.job_kind = job.kind;
+  run.queue = job.queue;
+  return run;
+}
+
+/// A transactional run's context: it registers its callback id through
+/// its transaction while the transactional part runs (the id is valid
+/// once that commits; another connection would wait for the row the
+/// transaction holds), through a connection of `pool` before. `open_tx`:
+/// the transaction while the part runs.
+job_context transactional_context_of(const claimed_job& job,
+                                     const cancellation_token& cancel,
+                                     storage::transaction_pool& pool,
+                                     std::shared_ptr<pqxx::work*> open_tx) {
+  return context_of(
+    job, cancel,
+    std::make_shared<run_callback>([&pool, open_tx, cancel,
+                                    job = registry::identity_of(job)](
+                                     std::chrono::milliseconds timeout) {
+      // (The pool outlives every run: the runtime owns both.)
+      auto id = *open_tx != nullptr
+                  ? storage::register_running_callback(
+                      **open_tx, pool.worker_id(), job.id, job.lease, timeout)
+                  : pool.register_callback(job.id, job.lease, timeout, cancel);
+      if (!id)
+        throw registry::stale_registration_error(job);
+      return *id;
+    }));
+}
+
+/// `part` as the pool runs it in the run's transaction: with `open_tx`
+/// set while it runs, its outcome mapped and timed from `started`.
+storage::transactional_body
+in_transaction(int64_t job_id, std::string kind,
+               std::chrono::steady_clock::time_point started,
+               std::shared_ptr<pqxx::work*> open_tx,
+               std::function<outcome(pqxx::work&)> part) {
+  return [job_id, kind = std::move(kind), started, open_tx = std::move(open_tx),
+          part = std::move(part)](pqxx::work& tx) {
+    struct in_scope {
+      std::shared_ptr<pqxx::work*> slot;
+      ~in_scope() {
+        *slot = nullptr;
+      }
+    } scope{open_tx};
+    *open_tx = &tx;
+    auto out = outcome_of(job_id, kind, part(tx));
+    // An outcome the handler could not ask for (a negative delay) is a
+    // failure: its writes go.
+    if (out.kind == outcome_kind::terminal_failure)
+      throw terminal_error(out.message);
+    out.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+    return out;
+  };
+}
+
+} // namespace
+
 job_outcome registry::run_transactional(const claimed_job& job,
                                         const cancellation_token& cancel,
                                         storage::transaction_pool& pool) const {
@@ -197,58 +277,62 @@ job_outcome registry::run_transactional(const claimed_job& job,
   job_outcome failure;
   if (!parse_job_args(job, args, failure))
     return failure;
-  // The run registers its callback id through its transaction while the
-  // transactional part runs (the id is valid once that commits; another
-  // connection would wait for the row the transaction holds), through a
-  // connection of the pool before.
   auto open_tx = std::make_shared<pqxx::work*>(nullptr);
-  auto ctx = context_of(
-    job, cancel,
-    std::make_shared<run_callback>([&pool, open_tx, cancel,
-                                    job = identity_of(job)](
-                                     std::chrono::milliseconds timeout) {
-      // (The pool outlives every run: the runtime owns both.)
-      auto id = *open_tx != nullptr
-                  ? storage::register_running_callback(
-                      **open_tx, pool.worker_id(), job.id, job.lease, timeout)
-                  : pool.register_callback(job.id, job.lease, timeout, cancel);
-      if (!id)
-        throw stale_registration_error(job);
-      return *id;
-    }));
-  job_outcome run;
-  run.job_id = job.id;
-  run.lease = job.lease;
-  run.attempt = job.attempt;
-  run.observed = !job.started_row.empty();
-  run.job_kind = job.kind;
-  run.queue = job.queue;
+  auto ctx = transactional_context_of(job, cancel, pool, open_tx);
+  auto run = transactional_run_of(job);
   transaction_scope in_tx = [&](const std::function<outcome(pqxx::work&)>& body) {
     return pool.transact(run, job.deadline_ms, started, cancel,
-                         [&](pqxx::work& tx) {
-                           struct in_scope {
-                             std::shared_ptr<pqxx::work*> slot;
-                             ~in_scope() { *slot = nullptr; }
-                           } scope{open_tx};
-                           *open_tx = &tx;
-                           auto out = outcome_of(job.id, job.kind, body(tx));
-                           // An outcome the handler could not ask for (a
-                           // negative delay) is a failure: its writes go.
-                           if (out.kind == outcome_kind::terminal_failure)
-                             throw terminal_error(out.message);
-                           out.duration_ms = std::chrono::duration_cast<
-                                               std::chrono::milliseconds>(
-                                               std::chrono::steady_clock::now()
-                                               - started)
-                                               .count();
-                           return out;
-                         });
+                         in_transaction(job.id, job.kind, started, open_tx, body));
   };
   try {
     return i->second.transactional(args, ctx, in_tx);
   } catch (...) {
     return outcome_of_exception(job.id, job.kind, std::current_exception());
   }
+}
+
+bool registry::start_transactional(const claimed_job& job,
+                                   const cancellation_token& cancel,
+                                   storage::transaction_pool& pool,
+                                   std::function<void(std::function<void()>)> spawn,
+                                   std::function<void(job_outcome)> done) const {
+  auto i = handlers_.find(job.kind);
+  if (i == handlers_.end() || !i->second.part)
+    return false;
+  auto started = std::chrono::steady_clock::now();
+  nlohmann::json args;
+  job_outcome failure;
+  if (!parse_job_args(job, args, failure)) {
+    done(std::move(failure));
+    return true;
+  }
+  // What the part refers to (its args, its context) lives as long as the
+  // body the pool holds.
+  struct held {
+    nlohmann::json args;
+    job_context ctx;
+    std::function<outcome(pqxx::work&)> part;
+  };
+  auto open_tx = std::make_shared<pqxx::work*>(nullptr);
+  auto h = std::make_shared<held>();
+  h->args = std::move(args);
+  h->ctx = transactional_context_of(job, cancel, pool, open_tx);
+  try {
+    h->part = i->second.part(h->args, h->ctx);
+  } catch (...) {
+    done(outcome_of_exception(job.id, job.kind, std::current_exception()));
+    return true;
+  }
+  auto body = in_transaction(job.id, job.kind, started, open_tx,
+                             [h](pqxx::work& tx) { return h->part(tx); });
+  pool.submit(transactional_run_of(job), job.deadline_ms, started, cancel,
+              std::move(body),
+              [done = std::move(done), id = job.id,
+               kind = job.kind](job_outcome out, std::exception_ptr error) {
+                done(error ? outcome_of_exception(id, kind, error) : std::move(out));
+              },
+              std::move(spawn));
+  return true;
 }
 
 void registry::start(const claimed_job& job, async_context ctx,

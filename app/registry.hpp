@@ -105,14 +105,16 @@ public:
 
   /// Registers `fn(const Args&, const job_context&, pqxx::work&)` for
   /// `kind`, returning nothing (completed) or an aw::outcome.
+  /// A run of such a kind holds no thread while it waits for its
+  /// transaction (start_transactional).
   template <class Args, class F>
   registry& add_transactional(const std::string& kind, F fn) {
-    return add_raw_transactional(
-      kind, [kind, fn = std::move(fn)](const nlohmann::json& json,
-                                       const job_context& ctx,
-                                       const transaction_scope& in_tx) {
-        auto args = parse_args<Args>(kind, json);
-        return in_tx([&](pqxx::work& tx) { return call(fn, args, ctx, tx); });
+    auto shared = std::make_shared<F>(std::move(fn));
+    return add_raw_transactional_part(
+      kind, [kind, shared](const nlohmann::json& json, const job_context& ctx)
+              -> std::function<outcome(pqxx::work&)> {
+        return [args = parse_args<Args>(kind, json), &ctx,
+                shared](pqxx::work& tx) { return call(*shared, args, ctx, tx); };
       });
   }
 
@@ -149,6 +151,19 @@ public:
   registry& add_raw_transactional(const std::string& kind,
                                   raw_transactional_handler fn);
 
+  /// A transactional handler that is all transactional part, of raw JSON
+  /// args: parses them (outside the transaction; throwing fails the run
+  /// as a blocking handler's throw does) and returns the part, which runs
+  /// later in the run's transaction, on another thread. `ctx` outlives
+  /// the part.
+  using raw_transactional_part = std::function<std::function<outcome(pqxx::work&)>(
+    const nlohmann::json& args, const job_context& ctx)>;
+
+  /// Registers a transactional handler that is all transactional part for
+  /// `kind` (start_transactional runs it; run_transactional too).
+  registry& add_raw_transactional_part(const std::string& kind,
+                                       raw_transactional_part part);
+
   /// Runs a transactional kind's handler to its end on the calling thread,
   /// its transaction on a connection of `pool` (the job's database), and
   /// returns the outcome: committed, stale, or (rolled back, or failed
@@ -157,6 +172,18 @@ public:
   job_outcome run_transactional(const claimed_job& job,
                                 const cancellation_token& cancel,
                                 storage::transaction_pool& pool) const;
+
+  /// Starts a run of a kind registered with its transactional part alone
+  /// (add_transactional without `before`) without holding a thread: the
+  /// run waits in `pool` for its transaction, its part runs on a thread
+  /// `spawn` lends to the group that takes it, and `done` gets its outcome
+  /// as run_transactional returns it (on that thread, or on the one that
+  /// cancels the run). False, and nothing done, for any other kind.
+  bool start_transactional(const claimed_job& job,
+                           const cancellation_token& cancel,
+                           storage::transaction_pool& pool,
+                           std::function<void(std::function<void()>)> spawn,
+                           std::function<void(job_outcome)> done) const;
 
   /// Registers a raw handler for `kind`.
   registry& add_raw_handler(const std::string& kind, raw_handler fn,
@@ -417,6 +444,8 @@ private:
     raw_async_handler async;
     handler_mode mode = handler_mode::blocking;
     raw_transactional_handler transactional;
+    /// The part alone, when the handler is nothing else.
+    raw_transactional_part part;
   };
 
   std::unordered_map<std::string, handler_entry> handlers_;

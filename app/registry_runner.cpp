@@ -45,6 +45,14 @@ struct registry_runner::gate {
     done(std::move(out));
   }
 
+  /// The run holds a thread after all (it was added as asynchronous).
+  void holds_thread(uint64_t key) {
+    std::lock_guard<std::mutex> guard{mtx};
+    auto i = pending.find(key);
+    if (i != pending.end())
+      i->second.async = false;
+  }
+
   /// Arms a timer of the run's executor, while open and not completed.
   void after(uint64_t key, uint64_t run, std::chrono::milliseconds delay,
              std::function<void()> fn) {
@@ -71,9 +79,10 @@ struct registry_runner::gate {
 registry_runner::registry_runner(std::shared_ptr<const job_handlers> reg,
                                  size_t max_blocking_threads,
                                  transactional_run transactional,
-                                 callback_registrar registrar)
+                                 callback_registrar registrar,
+                                 transactional_start start_tx)
   : reg_(std::move(reg)), transactional_(std::move(transactional)),
-    registrar_(std::move(registrar)),
+    registrar_(std::move(registrar)), start_tx_(std::move(start_tx)),
     pool_(std::make_shared<blocking_pool>(max_blocking_threads)),
     runs_(std::make_shared<blocking_runs>()),
     gate_(std::make_shared<gate>()) {
@@ -90,10 +99,26 @@ std::optional<job_outcome> registry_runner::start(claimed_job job,
   auto mode = reg_->dispatch_of(job.kind);
   if (mode == job_handlers::dispatch::inline_sync)
     return reg_->run(job, ctx.cancel);
+  // (A transactional run that holds no thread counts as an asynchronous
+  // one: when the runner stops, it has not ended until its group did.)
+  bool threadless = mode == job_handlers::dispatch::transactional && start_tx_;
   auto key = gate_->add(std::move(done), ctx.timers,
-                        mode == job_handlers::dispatch::async);
+                        mode == job_handlers::dispatch::async || threadless);
   if (key == 0)
     return std::nullopt; // stopped: the run goes nowhere
+  if (threadless
+      && start_tx_(job, ctx.cancel,
+                   [pool = std::weak_ptr<blocking_pool>{pool_}](
+                     std::function<void()> task) {
+                     if (auto p = pool.lock())
+                       p->submit(std::move(task));
+                   },
+                   [g = gate_, key](job_outcome out) {
+                     g->complete(key, std::move(out));
+                   }))
+    return std::nullopt;
+  if (threadless)
+    gate_->holds_thread(key);
   if (mode == job_handlers::dispatch::async) {
     async_context actx;
     actx.cancel = ctx.cancel;

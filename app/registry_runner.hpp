@@ -28,6 +28,16 @@ public:
   using transactional_run = std::function<job_outcome(
     const claimed_job& job, const cancellation_token& cancel)>;
 
+  /// Starts a transactional kind's run without a thread of its own
+  /// (registry::start_transactional on the job's database's pool): its
+  /// transaction runs on a thread the given spawner lends, and its outcome
+  /// goes to the given callback. False when the kind cannot start so (it
+  /// then runs through transactional_run).
+  using transactional_start = std::function<bool(
+    const claimed_job& job, const cancellation_token& cancel,
+    std::function<void(std::function<void()>)> spawn,
+    std::function<void(job_outcome)> done)>;
+
   /// Registers a callback id for `job`'s run on its database, timing out
   /// `timeout` from now (storage::transaction_pool::register_callback):
   /// the id, or nothing when the run no longer holds the job. Throws what
@@ -42,10 +52,13 @@ public:
   /// handlers register callback ids through `registrar`, and so do
   /// asynchronous kinds that register before they start (none: they
   /// cannot, as without a database).
+  /// Transactional kinds that can start without a thread go through
+  /// `start_tx` (none: all run through `transactional`).
   registry_runner(std::shared_ptr<const job_handlers> reg,
                   size_t max_blocking_threads,
                   transactional_run transactional = nullptr,
-                  callback_registrar registrar = nullptr);
+                  callback_registrar registrar = nullptr,
+                  transactional_start start_tx = nullptr);
   ~registry_runner() override;
 
   std::optional<job_outcome> start(claimed_job job, const run_context& ctx,
@@ -69,6 +82,7 @@ private:
   std::shared_ptr<const job_handlers> reg_;
   transactional_run transactional_;
   callback_registrar registrar_;
+  transactional_start start_tx_;
   std::shared_ptr<blocking_pool> pool_;
   /// Blocking jobs whose handler runs now, and those of them the executor
   /// gave up on (each holds a thread the pool may replace meanwhile).

@@ -179,6 +179,17 @@ handler_runner(const runtime_config& cfg, std::shared_ptr<const registry> reg,
                                  + job.queue + "'");
       return pool->second->register_callback(job.id, job.lease, timeout,
                                              cancel);
+    },
+    // Kinds that are all transactional part wait for their transaction
+    // without a thread.
+    [reg, pools, routes = cfg](const claimed_job& job,
+                               const cancellation_token& cancel,
+                               std::function<void(std::function<void()>)> spawn,
+                               std::function<void(job_outcome)> done) {
+      auto pool = pools->find(routes.database_of(job.queue));
+      return pool != pools->end()
+             && reg->start_transactional(job, cancel, *pool->second,
+                                         std::move(spawn), std::move(done));
     });
 }
 

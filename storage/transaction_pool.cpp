@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include <pqxx/except>
 
@@ -17,21 +18,21 @@ struct transaction_pool::request {
     waiting,   // on waiting_, for a connection or a group
     taken,     // in a group, its handler not started
     started,   // its handler started (may_start said so)
-    done,      // result (or error) set
-    withdrawn, // its owner stopped waiting before the handler started
+    done,      // its callback called
+    withdrawn, // stopped before its handler started (its callback called)
   };
   transactional_run run;
+  /// The handler's transactional part (run.body points here).
+  transactional_body body;
   int64_t deadline_ms = 0;
   std::chrono::steady_clock::time_point started;
   state st = state::waiting;
   /// In a transaction of its own (after a lock wait in a group).
   bool alone = false;
-  /// The database's error, when the transaction failed before any handler
-  /// of it started.
-  std::exception_ptr error;
-  /// Its owner waits on it (with the pool's mutex): notified when its state
-  /// changes, its token is cancelled, or its turn to open may have come.
-  std::condition_variable cv;
+  /// Where its end goes (called once, then emptied).
+  run_done done;
+  /// Lends the threads of the groups it opens.
+  spawner spawn;
 };
 
 transaction_pool::transaction_pool(job_store_options opts,
@@ -99,7 +100,7 @@ void transaction_pool::give_back(std::unique_ptr<job_store> store) {
   std::lock_guard<std::mutex> guard{mtx_};
   idle_.push_back(std::move(store));
   freed_.notify_all();
-  wake_fronts();
+  dispatch();
 }
 
 namespace {
@@ -156,8 +157,6 @@ transaction_pool::take_group(const request_ptr& own) {
     }
   for (auto& r : group)
     r->st = request::state::taken;
-  // The runs left behind have a new oldest: it keeps the gathering time.
-  wake_front(own->run.job.queue);
   // A run alone (it waits for a lock) gathers nobody: it holds up no
   // group of its queue.
   if (!own->alone) {
@@ -205,65 +204,135 @@ void transaction_pool::run_group(std::unique_ptr<job_store> store,
       // the connection stands
     }
   }
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (store)
-    idle_.push_back(std::move(store));
-  else
-    --made_; // it could not be made
-  if (counted)
-    --open_groups_[group.front()->run.job.queue];
-  for (auto& r : group) {
-    r->run.may_start = nullptr;
-    if (r->st == request::state::withdrawn)
-      continue;
-    if (error) {
-      r->error = error;
+  // The runs' ends go out once the lock is released: a callback may take
+  // other locks (an executor's mailbox, a waiting caller's).
+  std::vector<std::pair<run_done, job_outcome>> ends;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (store)
+      idle_.push_back(std::move(store));
+    else
+      --made_; // it could not be made
+    if (counted)
+      --open_groups_[group.front()->run.job.queue];
+    for (auto& r : group) {
+      r->run.may_start = nullptr;
+      if (r->st == request::state::withdrawn)
+        continue;
+      if (!error && r->run.again) {
+        // Charged nothing, its handler's writes (if any) rolled back: it
+        // waits at the front for another transaction.
+        r->alone = r->run.alone;
+        r->run.again = false;
+        r->run.alone = false;
+        r->run.handler_ran = false;
+        r->run.result = {};
+        r->st = request::state::waiting;
+        waiting_[r->run.job.queue].push_front(r);
+        continue;
+      }
       r->st = request::state::done;
-    } else if (r->run.again) {
-      // Charged nothing, its handler's writes (if any) rolled back: it
-      // waits at the front for another transaction.
-      r->alone = r->run.alone;
-      r->run.again = false;
-      r->run.alone = false;
-      r->run.handler_ran = false;
-      r->run.result = {};
-      r->st = request::state::waiting;
-      waiting_[r->run.job.queue].push_front(r);
-    } else {
-      r->st = request::state::done;
+      ends.emplace_back(std::move(r->done), std::move(r->run.result));
     }
-    r->cv.notify_one();
+    freed_.notify_all();
+    dispatch();
   }
-  freed_.notify_all();
-  wake_fronts();
+  for (auto& [done, out] : ends)
+    done(std::move(out), error);
 }
 
-void transaction_pool::wake_front(const std::string& queue) {
-  auto waiting = waiting_.find(queue);
-  if (waiting != waiting_.end() && !waiting->second.empty())
-    waiting->second.front()->cv.notify_one();
-}
-
-void transaction_pool::wake_fronts() {
-  for (auto& [queue, runs] : waiting_)
-    if (!runs.empty())
-      runs.front()->cv.notify_one();
-}
-
-void transaction_pool::wait_turn(std::unique_lock<std::mutex>& guard,
-                                 const request_ptr& own) {
-  // Nothing depends on this bound: every change that concerns a run wakes
-  // it. It only caps what a missed wake-up could cost.
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{250};
-  if (own->st == request::state::waiting) {
-    const auto& queue = own->run.job.queue;
-    auto waiting = waiting_.find(queue);
-    auto last = last_opened_.find(queue);
-    if (waiting != waiting_.end() && !waiting->second.empty()
-        && waiting->second.front() == own && last != last_opened_.end())
-      until = std::min(until, last->second + defaults::transactional_group_gather);
+void transaction_pool::dispatch() {
+  for (auto& [queue, runs] : waiting_) {
+    bool held_back = false;
+    for (auto i = runs.begin();
+         i != runs.end() && (!idle_.empty() || made_ < size_);) {
+      auto own = *i;
+      if (!may_open(own)) {
+        // Gathering: only runs alone may open now (they gather nobody).
+        held_back = true;
+        ++i;
+        continue;
+      }
+      auto group = take_group(own);
+      // (A std::function is copied: the connection rides in a holder.)
+      auto store = std::make_shared<std::unique_ptr<job_store>>(take_idle());
+      own->spawn([this, store, group] { run_group(std::move(*store), group); });
+      i = runs.begin(); // take_group changed the queue
+    }
+    if (held_back)
+      for (auto& r : runs)
+        if (!r->alone) {
+          arm_gather(queue, r);
+          break;
+        }
   }
-  own->cv.wait_until(guard, until);
+}
+void transaction_pool::arm_gather(const std::string& queue,
+                                  const request_ptr& own) {
+  auto last = last_opened_.find(queue);
+  if (last == last_opened_.end() || !gathering_.insert(queue).second)
+    return;
+  auto until = last->second + defaults::transactional_group_gather;
+  own->spawn([this, queue, until] {
+    std::this_thread::sleep_until(until);
+    std::lock_guard<std::mutex> guard{mtx_};
+    gathering_.erase(queue);
+    dispatch();
+  });
+}
+
+void transaction_pool::withdraw(const request_ptr& r) {
+  job_outcome out;
+  run_done done;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    const auto& cancel = r->run.cancel;
+    if (r->st == request::state::waiting) {
+      auto& queue = waiting_[r->run.job.queue];
+      queue.erase(std::find(queue.begin(), queue.end(), r));
+      out = r->run.job;
+      out.kind = outcome_kind::retryable_failure;
+      out.message = stopped_waiting(cancel, size_);
+    } else if (r->st == request::state::taken) {
+      // In a group that has not started its handler: it never will.
+      out = r->run.job;
+      out.kind = outcome_kind::retryable_failure;
+      out.message = "the run was stopped (" + cancel.reason()
+                    + ") while it waited for the other runs of its "
+                      "transaction";
+    } else {
+      return; // started (its group records the stop) or ended
+    }
+    r->st = request::state::withdrawn;
+    done = std::move(r->done);
+  }
+  done(std::move(out), nullptr);
+}
+
+void transaction_pool::submit(const job_outcome& job, int64_t deadline_ms,
+                              std::chrono::steady_clock::time_point started,
+                              const cancellation_token& cancel,
+                              transactional_body body, run_done done,
+                              spawner spawn) {
+  auto req = std::make_shared<request>();
+  req->run.job = job;
+  req->run.cancel = cancel;
+  req->body = std::move(body);
+  req->run.body = &req->body;
+  req->deadline_ms = deadline_ms;
+  req->started = started;
+  req->done = std::move(done);
+  req->spawn = std::move(spawn);
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    waiting_[job.queue].push_back(req);
+    dispatch();
+  }
+  // (At once if it is cancelled already.)
+  cancel.on_cancel([this, w = std::weak_ptr<request>{req}](const std::string&) {
+    if (auto r = w.lock())
+      withdraw(r);
+  });
 }
 
 job_outcome
@@ -271,72 +340,50 @@ transaction_pool::transact(const job_outcome& job, int64_t deadline_ms,
                            std::chrono::steady_clock::time_point started,
                            const cancellation_token& cancel,
                            const transactional_body& body) {
-  auto req = std::make_shared<request>();
-  req->run.job = job;
-  req->run.cancel = cancel;
-  req->run.body = &body;
-  req->deadline_ms = deadline_ms;
-  req->started = started;
-  // A cancellation wakes the run (it takes the mutex first, so the wake
-  // cannot fall between the run's look at its token and its wait).
-  cancel.on_cancel([this, w = std::weak_ptr<request>{req}](const std::string&) {
-    if (auto r = w.lock()) {
-      std::lock_guard<std::mutex> lock{mtx_};
-      r->cv.notify_one();
-    }
-  });
-  std::unique_lock<std::mutex> guard{mtx_};
-  waiting_[job.queue].push_back(req);
+  // The calling thread lends itself: it runs the groups its run opens
+  // (and their gathering waits) until its run ends.
+  struct waiter {
+    std::mutex mtx;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> tasks;
+    bool ended = false;
+    job_outcome out;
+    std::exception_ptr error;
+  };
+  auto w = std::make_shared<waiter>();
+  submit(
+    job, deadline_ms, started, cancel, body,
+    [w](job_outcome out, std::exception_ptr error) {
+      std::lock_guard<std::mutex> guard{w->mtx};
+      w->out = std::move(out);
+      w->error = error;
+      w->ended = true;
+      w->cv.notify_one();
+    },
+    [w](std::function<void()> task) {
+      std::lock_guard<std::mutex> guard{w->mtx};
+      w->tasks.push_back(std::move(task));
+      w->cv.notify_one();
+    });
+  std::unique_lock<std::mutex> guard{w->mtx};
   for (;;) {
-    switch (req->st) {
-      case request::state::done:
-        if (req->error)
-          std::rethrow_exception(req->error);
-        return std::move(req->run.result);
-      case request::state::waiting:
-        if (cancel.cancelled()) {
-          auto& queue = waiting_[job.queue];
-          queue.erase(std::find(queue.begin(), queue.end(), req));
-          wake_front(job.queue);
-          job_outcome out = job;
-          out.kind = outcome_kind::retryable_failure;
-          out.message = stopped_waiting(cancel, size_);
-          return out;
-        }
-        if (!idle_.empty() || made_ < size_) {
-          if (!may_open(req)) {
-            // Gathering: the oldest run looks again when the time is over.
-            wait_turn(guard, req);
-            continue;
-          }
-          // A connection is free: this run's transaction, with the runs
-          // of its queue waiting behind it.
-          auto group = take_group(req);
-          auto store = take_idle();
-          guard.unlock();
-          run_group(std::move(store), group);
-          guard.lock();
-          continue;
-        }
-        break;
-      case request::state::taken:
-        if (cancel.cancelled()) {
-          // In a group that has not started its handler: it never will.
-          req->st = request::state::withdrawn;
-          job_outcome out = job;
-          out.kind = outcome_kind::retryable_failure;
-          out.message = "the run was stopped (" + cancel.reason()
-                        + ") while it waited for the other runs of its "
-                          "transaction";
-          return out;
-        }
-        break;
-      case request::state::started:
-      case request::state::withdrawn:
-        break;
+    // A task is lent this thread under the pool's lock while the run still
+    // waits, so it is queued here before the run can end: none is left.
+    if (!w->tasks.empty()) {
+      auto task = std::move(w->tasks.front());
+      w->tasks.pop_front();
+      guard.unlock();
+      task();
+      guard.lock();
+      continue;
     }
-    wait_turn(guard, req);
+    if (w->ended)
+      break;
+    w->cv.wait(guard);
   }
+  if (w->error)
+    std::rethrow_exception(w->error);
+  return std::move(w->out);
 }
 
 std::optional<std::string>

@@ -6,15 +6,20 @@
 // apart from the storage actors' connections, so a slow handler
 // transaction never holds up a claim, an outcome or a heartbeat of other
 // jobs; at most `size` such transactions are open at once per database,
-// and a run waits its turn.
+// and a run waits its turn. A run holds no thread while it waits: groups
+// run on threads the caller lends (submit's spawner), and each run's
+// outcome goes to its callback (transact() waits for it instead).
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +36,17 @@ namespace aw::storage {
 /// defaults::transactional_group_gather after it opened.
 class transaction_pool {
 public:
+  /// Runs a task (a group's transaction, or a wait for the gathering time
+  /// to pass) on a thread that may block. It must not run the task on the
+  /// calling thread: it is called with the pool's lock held.
+  using spawner = std::function<void(std::function<void()>)>;
+
+  /// Where a run's end goes: its outcome (transact()'s result), or the
+  /// database's error when its transaction failed before any handler of
+  /// it started. Called once, on a thread of a group or the one that
+  /// cancelled the run, never with the pool's lock held.
+  using run_done = std::function<void(job_outcome, std::exception_ptr)>;
+
   /// Connections for `opts` (the database and the worker's identity, as
   /// the storage actors have them), whose transactions return the rows of
   /// `observed_kinds` with their transitions and insert the `follow_ups`
@@ -63,6 +79,16 @@ public:
                        std::chrono::steady_clock::time_point started,
                        const cancellation_token& cancel,
                        const transactional_body& body);
+
+  /// transact() without a thread of its own: queues the run and returns.
+  /// The group that takes it runs `body` on a thread `spawn` gives it (the
+  /// spawner of the run that opened the group), and `done` gets the end:
+  /// what transact() returns, or the error it throws. Nothing of the run
+  /// holds a thread while it waits.
+  void submit(const job_outcome& job, int64_t deadline_ms,
+              std::chrono::steady_clock::time_point started,
+              const cancellation_token& cancel, transactional_body body,
+              run_done done, spawner spawn);
 
   /// job_store::register_callback on a connection of the pool (waiting
   /// for a free one until `cancel` fires: then it throws, saying so): the
@@ -100,6 +126,17 @@ private:
   /// Gives a lent connection back (dropped first when it broke).
   void give_back(std::unique_ptr<job_store> store);
 
+  /// Opens every transaction that may open now: while a connection is
+  /// free, a run that may open (may_open) takes its group (take_group),
+  /// whose transaction runs on a thread of its spawner. A queue held back
+  /// only by its gathering time gets a wait that looks again when it is
+  /// over (arm_gather). mtx_ held.
+  void dispatch();
+
+  /// Looks again at `queue` once the gathering time of its last group is
+  /// over, on a thread of `own`'s spawner (once per queue). mtx_ held.
+  void arm_gather(const std::string& queue, const request_ptr& own);
+
   /// The transactional_group of `queue` (1 for a queue not named).
   size_t group_size(const std::string& queue) const;
 
@@ -114,21 +151,14 @@ private:
   std::vector<request_ptr> take_group(const request_ptr& own);
 
   /// Runs `group` in one transaction on `store` (a new connection if
-  /// none), then settles each run: done, or queued again.
+  /// none), then settles each run: done (its callback called), or queued
+  /// again; and opens what may open then.
   void run_group(std::unique_ptr<job_store> store,
                  const std::vector<request_ptr>& group);
 
-  /// Wakes the oldest run waiting in each queue: a connection came free,
-  /// and it is the one that may open a transaction. mtx_ held.
-  void wake_fronts();
-
-  /// Wakes the oldest run waiting in `queue`, if any. mtx_ held.
-  void wake_front(const std::string& queue);
-
-  /// Waits on `own`'s own condition until woken, cancelled or the time
-  /// `may_open` will change (the gathering time of its queue, when it is
-  /// the oldest waiting). mtx_ held by `guard`.
-  void wait_turn(std::unique_lock<std::mutex>& guard, const request_ptr& own);
+  /// Stops `r` waiting, cancelled by its token: unless its handler started
+  /// (or it ended), it ends with a retryable failure that says so.
+  void withdraw(const request_ptr& r);
 
   job_store_options opts_;
   std::vector<std::string> observed_kinds_;
@@ -137,10 +167,10 @@ private:
   std::chrono::milliseconds limit_;
   std::map<std::string, int> groups_;
   std::mutex mtx_;
-  /// Signalled when a connection comes back: lend() waits on it. A run
-  /// waits on a condition of its own (request), woken only when its turn
-  /// may have come: 64 runs sharing one condition woke each other by the
-  /// thousand a second, which cost the worker more CPU than its jobs.
+  /// Signalled when a connection comes back: lend() waits on it. Runs
+  /// wait on nothing: a run that blocked a thread of its own (and woke it
+  /// when its group ended) cost the worker more CPU than its job, in
+  /// futex and scheduler time.
   std::condition_variable freed_;
   /// Connections not lent out.
   std::vector<std::unique_ptr<job_store>> idle_;
@@ -152,6 +182,8 @@ private:
   std::map<std::string, int> open_groups_;
   /// When the last group of each queue opened.
   std::map<std::string, std::chrono::steady_clock::time_point> last_opened_;
+  /// Queues with a wait for their gathering time under way (arm_gather).
+  std::set<std::string> gathering_;
 };
 
 } // namespace aw::storage

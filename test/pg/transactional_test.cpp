@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -568,6 +569,51 @@ BOOST_AUTO_TEST_CASE(runs_of_a_group_share_one_commit) {
   auto commits = effect_commits(s);
   BOOST_TEST_MESSAGE(n << " runs in " << commits << " commits");
   BOOST_TEST(commits < n / 2);
+}
+
+BOOST_AUTO_TEST_CASE(runs_waiting_for_their_transaction_hold_no_thread) {
+  // One connection, and its run's handler holds it: the other 39 runs
+  // wait for it. A run waits in the pool's queue, not on a thread of its
+  // own (each blocked thread cost a wake-up per run, which was most of the
+  // worker's CPU). Then all 40 commit.
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  reg->add_transactional<json>(
+    "hold", [&](const json&, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx);
+      ++started;
+      while (!release)
+        std::this_thread::sleep_for(5ms);
+    });
+  auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator{"/proc/self/task"},
+                         std::filesystem::directory_iterator{});
+  };
+  const int n = 40;
+  aw::test::worker_node node{grouped(db.config(n), 1, 1), reg};
+  auto before = threads();
+  enqueue_n(db, "hold", n);
+  BOOST_REQUIRE(aw::test::wait_until(
+    [&] {
+      return started == 1
+             && s.scalar("SELECT count(*) FROM jobs WHERE state = 'running'")
+                  == n;
+    },
+    patience));
+  std::this_thread::sleep_for(300ms); // the executors start what they hold
+  auto during = threads();
+  BOOST_TEST_MESSAGE(n << " runs, one of them running: " << before
+                       << " threads before, " << during << " now");
+  BOOST_TEST(during - before < 10);
+  BOOST_TEST(started == 1);
+  release = true;
+  BOOST_REQUIRE(aw::test::wait_until(
+    [&] {
+      return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+             == n;
+    },
+    patience));
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
 }
 
 BOOST_AUTO_TEST_CASE(a_group_of_one_commits_each_run_alone) {
