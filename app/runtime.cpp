@@ -244,12 +244,15 @@ runtime::runtime(caf::actor_system& sys, runtime_config cfg,
       sc.watcher = observer_->for_database(name);
     sc.sample_interval = sc.config.metrics.queue_stats_interval;
     auto& db = sc.config.database;
-    std::map<std::string, int> groups;
-    for (auto& q : sc.config.queues)
+    std::map<std::string, int> groups, concurrency;
+    for (auto& q : sc.config.queues) {
       groups[q.name] = q.transactional_group;
+      concurrency[q.name] = q.concurrency;
+    }
     (*pools)[name] = std::make_shared<storage::transaction_pool>(
       store_options(sc), reg->observed_kinds(), follow_ups_of(sc),
-      db.transactional_pool_size, db.transaction_timeout, std::move(groups));
+      db.transactional_pool_size, db.transaction_timeout, std::move(groups),
+      std::move(concurrency));
     configs.push_back(std::move(sc));
   }
   runner_ = handler_runner(cfg, reg, pools);

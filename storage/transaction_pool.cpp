@@ -39,10 +39,12 @@ transaction_pool::transaction_pool(job_store_options opts,
                                    std::vector<std::string> observed_kinds,
                                    follow_up_function follow_ups, int size,
                                    std::chrono::milliseconds limit,
-                                   std::map<std::string, int> groups)
+                                   std::map<std::string, int> groups,
+                                   std::map<std::string, int> concurrency)
   : opts_(std::move(opts)), observed_kinds_(std::move(observed_kinds)),
     follow_ups_(std::move(follow_ups)), size_(std::max(size, 1)),
-    limit_(limit), groups_(std::move(groups)) {
+    limit_(limit), groups_(std::move(groups)),
+    concurrency_(std::move(concurrency)) {
   // nop
 }
 
@@ -120,9 +122,18 @@ size_t transaction_pool::group_size(const std::string& queue) const {
   return std::min(max, static_cast<size_t>(defaults::max_transactional_group));
 }
 
+size_t transaction_pool::overlap_size(const std::string& queue) const {
+  auto concurrency = concurrency_.find(queue);
+  if (concurrency == concurrency_.end())
+    return group_size(queue);
+  auto share = static_cast<size_t>(concurrency->second
+                                   / defaults::transactional_group_overlap_divisor);
+  return std::clamp<size_t>(share, 2, std::max<size_t>(group_size(queue), 2));
+}
+
 bool transaction_pool::may_open(const request_ptr& own) const {
   // While a group of the queue is open, the next one waits until it ends,
-  // a full group waits, or the gathering time passed since the last one
+  // enough runs wait (overlap_size), or the gathering time passed since the last one
   // opened: runs that come meanwhile share a commit (group commit) instead
   // of each taking a connection of its own, and the server does one
   // transaction's work for many runs. The time bounds what a run waits
@@ -137,7 +148,7 @@ bool transaction_pool::may_open(const request_ptr& own) const {
            >= defaults::transactional_group_gather)
     return true;
   auto waiting = waiting_.find(queue);
-  return waiting != waiting_.end() && waiting->second.size() >= group_size(queue);
+  return waiting != waiting_.end() && waiting->second.size() >= overlap_size(queue);
 }
 
 std::vector<transaction_pool::request_ptr>

@@ -32,7 +32,7 @@ namespace aw::storage {
 /// that opens a transaction takes the queue's other waiting runs along (up
 /// to its transactional_group), and their handlers share one transaction
 /// and one commit (job_store::transact). While a group of the queue is
-/// open, the next opens when it ends, when a full group waits, or
+/// open, the next opens when it ends, when enough runs wait (overlap_size), or
 /// defaults::transactional_group_gather after it opened.
 class transaction_pool {
 public:
@@ -53,12 +53,15 @@ public:
   /// of those transitions. `limit`: the longest a transaction may stay
   /// open (database.transaction_timeout), further bounded by what is left
   /// of the jobs' deadlines and leases. `groups`: each queue's
-  /// transactional_group (a queue not named: 1).
+  /// transactional_group (a queue not named: 1). `concurrency`: each
+  /// queue's concurrency (overlap_size; a queue not named: a group opens
+  /// beside an open one only when a full group waits).
   transaction_pool(job_store_options opts,
                    std::vector<std::string> observed_kinds,
                    follow_up_function follow_ups, int size,
                    std::chrono::milliseconds limit,
-                   std::map<std::string, int> groups = {});
+                   std::map<std::string, int> groups = {},
+                   std::map<std::string, int> concurrency = {});
   ~transaction_pool();
 
   transaction_pool(const transaction_pool&) = delete;
@@ -140,8 +143,13 @@ private:
   /// The transactional_group of `queue` (1 for a queue not named).
   size_t group_size(const std::string& queue) const;
 
+  /// How many runs of `queue` waiting open a group while another of the
+  /// queue is open: defaults::transactional_group_overlap_divisor's share
+  /// of its concurrency, 2 to its group size.
+  size_t overlap_size(const std::string& queue) const;
+
   /// Whether `own` may open a transaction now (a connection being free):
-  /// when no group of its queue is open, a full group waits, the
+  /// when no group of its queue is open, enough runs wait (overlap_size), the
   /// gathering time passed since the last opened, or it runs alone. mtx_
   /// held.
   bool may_open(const request_ptr& own) const;
@@ -166,6 +174,7 @@ private:
   int size_;
   std::chrono::milliseconds limit_;
   std::map<std::string, int> groups_;
+  std::map<std::string, int> concurrency_;
   std::mutex mtx_;
   /// Signalled when a connection comes back: lend() waits on it. Runs
   /// wait on nothing: a run that blocked a thread of its own (and woke it
