@@ -178,7 +178,9 @@ public:
   /// run waits in `pool` for its transaction, its part runs on a thread
   /// `spawn` lends to the group that takes it, and `done` gets its outcome
   /// as run_transactional returns it (on that thread, or on the one that
-  /// cancels the run). False, and nothing done, for any other kind.
+  /// cancels the run). Args longer than defaults::inline_args_parse_limit
+  /// are parsed on a thread `spawn` lends, the others on the calling
+  /// thread. False, and nothing done, for any other kind.
   bool start_transactional(const claimed_job& job,
                            const cancellation_token& cancel,
                            storage::transaction_pool& pool,

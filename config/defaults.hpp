@@ -55,6 +55,13 @@ constexpr std::chrono::milliseconds transactional_group_gather = 10ms;
 /// concurrency 64 a quarter (16) was slower than half (32, the group).
 constexpr int transactional_group_overlap_divisor = 2;
 
+/// Bytes of args a transactional run parses on its executor's scheduler
+/// thread, without a hand-off (registry::start_transactional): larger ones
+/// are parsed on a blocking thread first, as a blocking handler's are, so
+/// a 10 MB document never holds an actor thread. (Parsing 64 KiB takes
+/// well under a millisecond.)
+constexpr size_t inline_args_parse_limit = 64 * 1024;
+
 /// The largest transactional_group. Each handler that writes in a group
 /// takes a subtransaction id, and PostgreSQL keeps at most 64 of one
 /// transaction in shared memory: past that, every snapshot in the server

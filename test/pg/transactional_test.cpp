@@ -616,6 +616,34 @@ BOOST_AUTO_TEST_CASE(runs_waiting_for_their_transaction_hold_no_thread) {
   BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n);
 }
 
+BOOST_AUTO_TEST_CASE(runs_with_large_args_parse_them_off_the_executor) {
+  // Args past defaults::inline_args_parse_limit are parsed on a blocking
+  // thread before the run waits for its transaction (the others on the
+  // executor's); either way the run is the same.
+  reg->add_transactional<json>(
+    "big", [](const json& args, const aw::job_context& ctx, pqxx::work& tx) {
+      write_effect(tx, ctx, std::to_string(args.at("blob").get<std::string>().size()));
+    });
+  std::string large(200 * 1024, 'x'), small(100, 'y');
+  enqueue_n(db, "big", 3, json{{"blob", large}});
+  enqueue_n(db, "big", 3, json{{"blob", small}});
+  {
+    aw::test::worker_node node{grouped(db.config(8), 8, 2), reg};
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == 6;
+      },
+      patience));
+  }
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects WHERE note = '"
+                      + std::to_string(large.size()) + "'")
+             == 3);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects WHERE note = '"
+                      + std::to_string(small.size()) + "'")
+             == 3);
+}
+
 BOOST_AUTO_TEST_CASE(a_group_of_one_commits_each_run_alone) {
   reg->add_transactional<json>(
     "pay", [](const json&, const aw::job_context& ctx, pqxx::work& tx) {
