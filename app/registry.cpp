@@ -292,6 +292,52 @@ job_outcome registry::run_transactional(const claimed_job& job,
   }
 }
 
+namespace {
+
+/// start_transactional's work once the args may be parsed on this thread:
+/// parses them, prepares `part`, and queues the run in `pool`.
+void submit_transactional(const claimed_job& job, const cancellation_token& cancel,
+                          storage::transaction_pool& pool,
+                          const registry::raw_transactional_part& part,
+                          std::function<void(std::function<void()>)> spawn,
+                          std::function<void(job_outcome)> done,
+                          std::chrono::steady_clock::time_point started) {
+  nlohmann::json args;
+  job_outcome failure;
+  if (!parse_job_args(job, args, failure)) {
+    done(std::move(failure));
+    return;
+  }
+  // What the part refers to (its args, its context) lives as long as the
+  // body the pool holds.
+  struct held {
+    nlohmann::json args;
+    job_context ctx;
+    std::function<outcome(pqxx::work&)> part;
+  };
+  auto open_tx = std::make_shared<pqxx::work*>(nullptr);
+  auto h = std::make_shared<held>();
+  h->args = std::move(args);
+  h->ctx = transactional_context_of(job, cancel, pool, open_tx);
+  try {
+    h->part = part(h->args, h->ctx);
+  } catch (...) {
+    done(outcome_of_exception(job.id, job.kind, std::current_exception()));
+    return;
+  }
+  auto body = in_transaction(job.id, job.kind, started, open_tx,
+                             [h](pqxx::work& tx) { return h->part(tx); });
+  pool.submit(transactional_run_of(job), job.deadline_ms, started, cancel,
+              std::move(body),
+              [done = std::move(done), id = job.id,
+               kind = job.kind](job_outcome out, std::exception_ptr error) {
+                done(error ? outcome_of_exception(id, kind, error) : std::move(out));
+              },
+              std::move(spawn));
+}
+
+} // namespace
+
 bool registry::start_transactional(const claimed_job& job,
                                    const cancellation_token& cancel,
                                    storage::transaction_pool& pool,
@@ -300,50 +346,21 @@ bool registry::start_transactional(const claimed_job& job,
   auto i = handlers_.find(job.kind);
   if (i == handlers_.end() || !i->second.part)
     return false;
+  auto started = std::chrono::steady_clock::now();
+  if (job.args.size() <= defaults::inline_args_parse_limit) {
+    submit_transactional(job, cancel, pool, i->second.part, std::move(spawn),
+                         std::move(done), started);
+    return true;
+  }
   // Parsing large args would hold the executor's scheduler thread (a
-  // blocking handler parses on its own thread): those are parsed on a
-  // thread of the spawner first, a hand-off that small ones do not need.
-  auto start = [&pool, part = i->second.part, job, cancel, spawn,
-                done = std::move(done),
-                started = std::chrono::steady_clock::now()]() mutable {
-    nlohmann::json args;
-    job_outcome failure;
-    if (!parse_job_args(job, args, failure)) {
-      done(std::move(failure));
-      return;
-    }
-    // What the part refers to (its args, its context) lives as long as
-    // the body the pool holds.
-    struct held {
-      nlohmann::json args;
-      job_context ctx;
-      std::function<outcome(pqxx::work&)> part;
-    };
-    auto open_tx = std::make_shared<pqxx::work*>(nullptr);
-    auto h = std::make_shared<held>();
-    h->args = std::move(args);
-    h->ctx = transactional_context_of(job, cancel, pool, open_tx);
-    try {
-      h->part = part(h->args, h->ctx);
-    } catch (...) {
-      done(outcome_of_exception(job.id, job.kind, std::current_exception()));
-      return;
-    }
-    auto body = in_transaction(job.id, job.kind, started, open_tx,
-                               [h](pqxx::work& tx) { return h->part(tx); });
-    pool.submit(transactional_run_of(job), job.deadline_ms, started, cancel,
-                std::move(body),
-                [done = std::move(done), id = job.id,
-                 kind = job.kind](job_outcome out, std::exception_ptr error) {
-                  done(error ? outcome_of_exception(id, kind, error)
-                             : std::move(out));
-                },
-                std::move(spawn));
-  };
-  if (job.args.size() > defaults::inline_args_parse_limit)
-    spawn(std::move(start));
-  else
-    start();
+  // blocking handler parses on its own thread): they are parsed on a
+  // thread of the spawner, a hand-off small ones do without.
+  auto lend = spawn;
+  lend([&pool, part = i->second.part, job, cancel, spawn = std::move(spawn),
+        done = std::move(done), started]() mutable {
+    submit_transactional(job, cancel, pool, part, std::move(spawn),
+                         std::move(done), started);
+  });
   return true;
 }
 
