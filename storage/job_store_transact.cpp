@@ -5,11 +5,16 @@
 #include "actor_worker/storage/job_store.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <pqxx/pqxx>
 
@@ -104,6 +109,19 @@ struct transaction_closed {
   std::exception_ptr cause;
 };
 
+/// How many bytes the client has sent on TCP socket `fd` so far, or
+/// nothing when the kernel cannot say (a Unix socket). A handler whose
+/// run leaves it unchanged sent nothing, so it changed nothing in the
+/// transaction: the savepoint before it still marks the same state.
+std::optional<uint64_t> bytes_sent(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0
+      || len < offsetof(tcp_info, tcpi_bytes_sent) + sizeof info.tcpi_bytes_sent)
+    return std::nullopt;
+  return info.tcpi_bytes_sent;
+}
+
 /// Milliseconds as text, for set_config.
 std::string ms_text(std::chrono::milliseconds d) {
   return std::to_string(std::max<int64_t>(d.count(), 1));
@@ -120,6 +138,11 @@ struct job_store::group_state {
   /// A run's savepoint is open (released by the next one's start: one
   /// round trip per run; the COMMIT releases the last).
   bool savepoint = false;
+  /// Nothing was sent on the connection since the open savepoint was set
+  /// (or rolled back to): the transaction is as it was then, so the next
+  /// run needs no savepoint of its own (a round trip saved per handler
+  /// that sends no statement).
+  bool clean = false;
   std::mutex mtx;
   pqxx::connection_base* conn = nullptr;
   size_t active = SIZE_MAX;
@@ -265,10 +288,16 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
     r.again = true;
     return false;
   }
+  std::optional<uint64_t> sent_before;
   if (!single) {
-    tx.exec0(group.savepoint ? "RELEASE SAVEPOINT aw_run; SAVEPOINT aw_run"
-                             : "SAVEPOINT aw_run");
-    group.savepoint = true;
+    if (!group.clean) {
+      tx.exec0(group.savepoint ? "RELEASE SAVEPOINT aw_run; SAVEPOINT aw_run"
+                               : "SAVEPOINT aw_run");
+      group.savepoint = true;
+    }
+    // Read after the savepoint's round trip: any byte the handler sends
+    // (a statement, a large-object call, anything) moves it.
+    sent_before = bytes_sent(tx.conn().sock());
   }
   size_t index = static_cast<size_t>(
     std::find(runs.begin(), runs.end(), &r) - runs.begin());
@@ -288,11 +317,16 @@ bool job_store::run_in_savepoint(pqxx::work& tx, transactional_run& r,
     throw transaction_closed{failure};
   bool keep = !failure && !r.cancel.cancelled()
               && std::chrono::steady_clock::now() - started <= r.limit;
+  // Whether the handler sent nothing: then it changed nothing, there is
+  // nothing of it to roll back, and the savepoint serves the next run.
+  group.clean = sent_before && bytes_sent(tx.conn().sock()) == sent_before;
   try {
     // A run kept stays in its savepoint until the next one starts. (A
     // single run not kept commits nothing: its transaction is dropped.)
-    if (!keep && !single)
+    if (!keep && !single && !group.clean) {
       tx.exec0("ROLLBACK TO SAVEPOINT aw_run");
+      group.clean = true; // back to the savepoint, which stays
+    }
   } catch (const pqxx::usage_error&) {
     if (!failure)
       throw;

@@ -709,6 +709,60 @@ BOOST_AUTO_TEST_CASE(a_failure_in_a_group_rolls_back_only_its_own_run) {
   BOOST_TEST(effect_commits(s) < n / 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_handler_that_sends_nothing_shares_the_savepoint_before_it) {
+  // A run whose handler sends nothing on the connection changed nothing,
+  // so the next run of its group goes on in the same savepoint (no round
+  // trip of its own); a failure after it rolls back to that savepoint,
+  // which holds every earlier run's writes. Four kinds of run, mixed in
+  // groups on one connection: a large-object write (through PQfn, which
+  // sends no statement libpq reports), a handler that does nothing, one
+  // that throws before sending anything on its first attempt, and one
+  // whose statement fails after it wrote on its first attempt.
+  reg->add_transactional<json>(
+    "mixed", [](const json& args, const aw::job_context& ctx, pqxx::work& tx) {
+      auto i = args.at("i").get<int>();
+      switch (i % 4) {
+      case 0: {
+        pqxx::largeobject created{tx};
+        return;
+      }
+      case 1:
+        return;
+      case 2:
+        if (ctx.attempt == 1)
+          throw std::runtime_error("not yet");
+        return;
+      default:
+        write_effect(tx, ctx);
+        if (ctx.attempt == 1)
+          tx.exec_params("SELECT 1 / $1::int", 0);
+      }
+    });
+  const int n = 200;
+  {
+    aw::test::worker_node node{grouped(db.config(16), 16, 1), reg};
+    enqueue_n(db, "mixed", n);
+    BOOST_REQUIRE(aw::test::wait_until(
+      [&] {
+        s.exec("UPDATE jobs_in SET run_at = now() WHERE state = 'scheduled'");
+        node.rt().wake();
+        return s.scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+               == n;
+      },
+      patience));
+  }
+  // Every large object created stayed, whatever failed after it.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM pg_largeobject_metadata") == n / 4);
+  // The failing writers' first writes rolled back; their second stayed.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects") == n / 4);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM effects WHERE attempt = 2") == n / 4);
+  // Only the runs that failed were charged.
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE error_count > 0") == n / 2);
+  BOOST_TEST(s.scalar("SELECT count(*) FROM jobs WHERE error_count = 1 AND "
+                      "(args->>'i')::int % 4 IN (2, 3)")
+             == n / 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_run_that_waits_for_a_lock_goes_on_alone) {
   // Run 0 needs a row another session holds locked. In its group it gives
   // up after the lock timeout and runs again alone, where it may wait;
