@@ -20,6 +20,8 @@
 # default the shipped 8, and the concurrency itself), TX_GROUP (a list of
 # group sizes G, each run as `transactional_group = G` in [queues.default];
 # empty, the default: the key is not passed), PGBENCH_SECONDS (10),
+# PGBENCH_GROUP (32: the INSERTs a transaction of pgbench's group ceiling
+# runs, each in a savepoint, unpipelined and pipelined; 0 skips it),
 # PORT (5496), PGDIR, BIN (an actor-worker binary; default: Release build
 # in build-bench), OUT (a file to copy the log and the table to).
 #
@@ -39,6 +41,7 @@ CONCURRENCY=${CONCURRENCY:-10,64}
 TX_KINDS=${TX_KINDS:-noop_tx,record_tx}
 TX_GROUP=${TX_GROUP:-}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-10}
+PGBENCH_GROUP=${PGBENCH_GROUP:-32}
 PORT=${PORT:-5496}
 PGDIR=${PGDIR:-/tmp/aw-tx-bench-pg-$$}
 # shellcheck source=bench/lib.sh
@@ -103,6 +106,51 @@ EOF
        "per transaction: $txns transactions, $(printf '%.0f' "$tps") tps (commits/s);" \
        "WAL $(fdiv "$pg_wal" "$txns" 0) B/transaction"
   echo "RESULT pgbench-insert jobs_per_sec=$(printf '%.0f' "$tps") jobs=$txns seconds=$PGBENCH_SECONDS"
+
+  # The ceiling of a group's own SQL, without the worker: pgbench sends
+  # the same INSERT PGBENCH_GROUP times a transaction, each in a savepoint
+  # as a group's run is (the last one's release and the next one's
+  # savepoint in one round trip, as job_store::transact sends them), from
+  # 8 clients; then the same pipelined (-M extended, \startpipeline), the
+  # round trips a client gets down to when it can send a savepoint with
+  # the statement after it, which libpqxx 6 cannot. jobs/s = tps x group.
+  if [ "$PGBENCH_GROUP" -gt 0 ]; then
+    ins="INSERT INTO job_executions (job_id, attempt, worker, finished_at) VALUES (:id, 1, '$WORKER_ID', clock_timestamp());"
+    {
+      echo '\set id random(1, 1000000000)'
+      echo 'BEGIN;'
+      echo 'SAVEPOINT aw_run;'
+      echo "$ins"
+      for ((k = 1; k < PGBENCH_GROUP; k++)); do
+        echo 'RELEASE SAVEPOINT aw_run \; SAVEPOINT aw_run;'
+        echo "$ins"
+      done
+      echo 'COMMIT;'
+    } >"$WORK/group.sql"
+    {
+      echo '\set id random(1, 1000000000)'
+      echo '\startpipeline'
+      echo 'BEGIN;'
+      for ((k = 0; k < PGBENCH_GROUP; k++)); do
+        echo 'SAVEPOINT aw_run;'
+        echo "$ins"
+        echo 'RELEASE SAVEPOINT aw_run;'
+      done
+      echo 'COMMIT;'
+      echo '\endpipeline'
+    } >"$WORK/group-pipelined.sql"
+    for variant in group group-pipelined; do
+      mode=simple; [ "$variant" = group ] || mode=extended
+      out=$("$PGBENCH" -h 127.0.0.1 -p "$PORT" -U postgres -n -c 8 -j 2 -M "$mode" -T "$PGBENCH_SECONDS" \
+              -f "$WORK/$variant.sql" aw_tx_scratch 2>&1) || { echo "$out" >&2; die "pgbench ($variant) failed"; }
+      tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$out")
+      [ -n "$tps" ] || { echo "$out" >&2; die "cannot read pgbench's output ($variant)"; }
+      jps=$(awk -v t="$tps" -v g="$PGBENCH_GROUP" 'BEGIN { printf "%.0f", t * g }')
+      echo "# pgbench-$variant: -c 8 -j 2 -M $mode, $PGBENCH_GROUP INSERTs a transaction, each in a savepoint:" \
+           "$(printf '%.0f' "$tps") tps = $jps INSERTs/s"
+      echo "RESULT pgbench-$variant$PGBENCH_GROUP jobs_per_sec=$jps"
+    done
+  fi
   sql postgres -c "drop database aw_tx_scratch"
 
   for c in ${CONCURRENCY//,/ }; do
@@ -128,6 +176,7 @@ awk '
   function field(k,   i, kv) { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "?" }
   /^# job_executions row: / { roww = $4 }
   /^# pgbench / { match($0, /[0-9]+ tps/); pgb = substr($0, RSTART, RLENGTH - 4) }
+  /^# pgbench-group/ { ceil[++nc] = $0 }
   /^# run: / { path = field("path"); kind = field("kind"); group = field("group"); pool = field("pool"); c = field("concurrency") }
   /^#   during drain: WAL/ {
     match($0, /\(([0-9]+) B\/job\)/); wal = substr($0, RSTART + 1, RLENGTH - 8)
@@ -147,5 +196,10 @@ awk '
     for (i = 1; i <= n; i++) print rows[i]
     printf "\npgbench (-c 8 -j 2, one INSERT of a job_executions row per transaction): %.0f tps; " \
       "that row: %s B of WAL per INSERT (WAL ÷ row divides by it)\n", pgb, roww
+    for (i = 1; i <= nc; i++) {
+      line = ceil[i]; sub(/^# /, "", line); match(line, /= [0-9]+ INSERTs/)
+      v = substr(line, RSTART + 2, RLENGTH - 10)
+      printf "%s (%.2f x pgbench)\n", line, pgb ? v / pgb : 0
+    }
   }' "$LOG" | tee -a "$LOG"
 if [ -n "${OUT:-}" ]; then cp "$LOG" "$OUT"; fi
